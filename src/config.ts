@@ -1,0 +1,187 @@
+import { z } from "zod";
+
+/** The service's whole configuration, parsed once from the environment at start-up. */
+export type Config = Readonly<z.infer<typeof configSchema>>;
+
+export class ConfigError extends Error {
+  override readonly name = "ConfigError";
+  constructor(
+    readonly key: string,
+    message: string,
+  ) {
+    super(`${key}: ${message}`);
+  }
+}
+
+const commaList = (fallback: string) =>
+  z
+    .string()
+    .default(fallback)
+    .transform((value) =>
+      value
+        .split(",")
+        .map((item) => item.trim())
+        .filter((item) => item.length > 0),
+    );
+
+const bool = (fallback: boolean) =>
+  z
+    .enum(["true", "false", "1", "0", "yes", "no"])
+    .default(fallback ? "true" : "false")
+    .transform((value) => value === "true" || value === "1" || value === "yes");
+
+const int = (fallback: number, min: number, max: number) => z.coerce.number().int().min(min).max(max).default(fallback);
+
+const optionalSecret = z
+  .string()
+  .optional()
+  .transform((value) => (value === "" ? undefined : value));
+
+/** `tenant` or `tenant=database`; a bare tenant maps to NEO4J_DATABASE. */
+export interface TenantRoute {
+  readonly tenantId: string;
+  readonly database: string;
+}
+
+const envSchema = z.object({
+  KAFKA_BROKERS: commaList("127.0.0.1:9092").refine((list) => list.length > 0, "needs at least one host:port"),
+  KAFKA_CLIENT_ID: z.string().min(1).default("agent-graph-projector"),
+  KAFKA_SSL: bool(false),
+  KAFKA_SASL_MECHANISM: z.enum(["plain", "scram-sha-256", "scram-sha-512"]).optional(),
+  KAFKA_SASL_USERNAME: z.string().optional(),
+  KAFKA_SASL_PASSWORD: optionalSecret,
+  SCHEMA_REGISTRY_URL: z.url().default("http://127.0.0.1:8081/apis/ccompat/v7"),
+  SCHEMA_REGISTRY_USERNAME: z.string().optional(),
+  SCHEMA_REGISTRY_PASSWORD: optionalSecret,
+  NEO4J_URI: z
+    .string()
+    .regex(/^(bolt|neo4j)(\+s|\+ssc)?:\/\/.+/, "must be a bolt://, neo4j://, bolt+s:// or neo4j+s:// URI")
+    .default("bolt://127.0.0.1:7687"),
+  NEO4J_USER: z.string().min(1).default("neo4j"),
+  NEO4J_PASSWORD: optionalSecret,
+  NEO4J_DATABASE: z.string().min(1).default("neo4j"),
+  CONSUMER_GROUP: z.string().min(1).default("agent-graph-projector"),
+  TOPIC_REGISTRY_MUTATION: z.string().min(1).default("registry-mutation"),
+  TOPIC_OUTCOME_CREATED: z.string().min(1).default("outcome-created"),
+  TOPIC_ESCALATION_EDGE: z.string().min(1).default("escalation-edge"),
+  RETRY_TOPIC_SUFFIX: z.string().min(1).default(".retry"),
+  DLQ_TOPIC_SUFFIX: z.string().min(1).default(".dlq"),
+  TENANTS: commaList("default").refine((list) => list.length > 0, "needs at least one tenant"),
+  TERMINAL_AGENT_IDS: commaList("os-agt-001,os-agt-004"),
+  METRICS_PORT: int(9464, 0, 65535),
+  METRICS_HOST: z.string().min(1).default("0.0.0.0"),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  BATCH_MAX_RECORDS: int(1000, 1, 100_000),
+  PARTITIONS_CONSUMED_CONCURRENTLY: int(6, 1, 256),
+  MAX_LIST_LENGTH: int(1000, 1, 1_000_000),
+  RETRY_MAX_ATTEMPTS: int(12, 1, 10_000),
+  RETRY_MAX_AGE_MS: int(3_600_000, 1000, 30 * 86_400_000),
+  RETRY_BACKOFF_MS: int(500, 10, 3_600_000),
+  RETRY_BACKOFF_MAX_MS: int(60_000, 10, 86_400_000),
+  NEO4J_MAX_POOL_SIZE: int(20, 1, 1000),
+  NEO4J_TX_TIMEOUT_MS: int(30_000, 100, 3_600_000),
+  LAG_REFRESH_MS: int(10_000, 500, 600_000),
+  SHUTDOWN_TIMEOUT_MS: int(25_000, 1000, 600_000),
+  RECONCILE_INTERVAL_MS: int(0, 0, 7 * 86_400_000),
+});
+
+const configSchema = envSchema.transform((env) => ({
+  kafka: {
+    brokers: env.KAFKA_BROKERS,
+    clientId: env.KAFKA_CLIENT_ID,
+    ssl: env.KAFKA_SSL,
+    sasl:
+      env.KAFKA_SASL_MECHANISM === undefined
+        ? undefined
+        : {
+            mechanism: env.KAFKA_SASL_MECHANISM,
+            username: env.KAFKA_SASL_USERNAME ?? "",
+            password: env.KAFKA_SASL_PASSWORD ?? "",
+          },
+    group: env.CONSUMER_GROUP,
+    partitionsConsumedConcurrently: env.PARTITIONS_CONSUMED_CONCURRENTLY,
+  },
+  registry: {
+    url: env.SCHEMA_REGISTRY_URL,
+    auth:
+      env.SCHEMA_REGISTRY_USERNAME === undefined
+        ? undefined
+        : { username: env.SCHEMA_REGISTRY_USERNAME, password: env.SCHEMA_REGISTRY_PASSWORD ?? "" },
+  },
+  neo4j: {
+    uri: env.NEO4J_URI,
+    user: env.NEO4J_USER,
+    password: env.NEO4J_PASSWORD,
+    database: env.NEO4J_DATABASE,
+    maxPoolSize: env.NEO4J_MAX_POOL_SIZE,
+    txTimeoutMs: env.NEO4J_TX_TIMEOUT_MS,
+  },
+  topics: {
+    registryMutation: env.TOPIC_REGISTRY_MUTATION,
+    outcomeCreated: env.TOPIC_OUTCOME_CREATED,
+    escalationEdge: env.TOPIC_ESCALATION_EDGE,
+    retrySuffix: env.RETRY_TOPIC_SUFFIX,
+    dlqSuffix: env.DLQ_TOPIC_SUFFIX,
+  },
+  tenants: env.TENANTS.map((entry): TenantRoute => {
+    const [tenantId = "", database] = entry.split("=").map((part) => part.trim());
+    return { tenantId, database: database || env.NEO4J_DATABASE };
+  }),
+  terminalAgentIds: env.TERMINAL_AGENT_IDS,
+  metrics: { port: env.METRICS_PORT, host: env.METRICS_HOST },
+  logLevel: env.LOG_LEVEL,
+  batch: { maxRecords: env.BATCH_MAX_RECORDS },
+  limits: { maxListLength: env.MAX_LIST_LENGTH },
+  retry: {
+    maxAttempts: env.RETRY_MAX_ATTEMPTS,
+    maxAgeMs: env.RETRY_MAX_AGE_MS,
+    backoffMs: env.RETRY_BACKOFF_MS,
+    backoffMaxMs: env.RETRY_BACKOFF_MAX_MS,
+  },
+  lagRefreshMs: env.LAG_REFRESH_MS,
+  shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
+  reconcileIntervalMs: env.RECONCILE_INTERVAL_MS,
+}));
+
+/** The environment keys the service reads, for docs and consistency checks. */
+export const CONFIG_KEYS: readonly string[] = Object.keys(envSchema.shape);
+
+/**
+ * Parses the environment into a frozen Config. Throws a ConfigError naming the first bad key;
+ * cross-field rules (SASL needs credentials, tenants are unique and well formed) are checked here too.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const picked = Object.fromEntries(
+    CONFIG_KEYS.filter((key) => env[key] !== undefined && env[key] !== "").map((key) => [key, env[key]]),
+  );
+  const parsed = configSchema.safeParse(picked);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const key = String(issue?.path[0] ?? "environment");
+    throw new ConfigError(key, issue?.message ?? "invalid");
+  }
+  const config = parsed.data;
+  if (config.kafka.sasl && (!env.KAFKA_SASL_USERNAME || !env.KAFKA_SASL_PASSWORD)) {
+    throw new ConfigError("KAFKA_SASL_USERNAME", "KAFKA_SASL_MECHANISM is set, so username and password are required");
+  }
+  const seen = new Set<string>();
+  for (const route of config.tenants) {
+    if (!/^[A-Za-z0-9_.-]+$/.test(route.tenantId)) {
+      throw new ConfigError("TENANTS", `"${route.tenantId}" is not a tenant id (letters, digits, . _ -)`);
+    }
+    if (seen.has(route.tenantId)) throw new ConfigError("TENANTS", `tenant "${route.tenantId}" is listed twice`);
+    seen.add(route.tenantId);
+  }
+  if (config.retry.backoffMaxMs < config.retry.backoffMs) {
+    throw new ConfigError("RETRY_BACKOFF_MAX_MS", "must be at least RETRY_BACKOFF_MS");
+  }
+  return deepFreeze(config);
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === "object") {
+    for (const inner of Object.values(value)) deepFreeze(inner);
+    Object.freeze(value);
+  }
+  return value;
+}

@@ -1,0 +1,77 @@
+/**
+ * §3.1 Registry projection — Agent, Workflow, Tool, AUTHORIZED_FOR, OWNS_WORKFLOW.
+ *
+ * The spec's statement, batched over `$rows` (one collapsed snapshot per agent) and guarded by the
+ * registry version: a snapshot older than the one already applied to the agent changes nothing, so a
+ * replay of an old prefix of the log never walks the graph back (a revoked tool must not reappear).
+ * An equal version re-applies, which is a no-op. Rows that passed the guard are returned.
+ *
+ * Each list runs in its own `CALL (a, row) { … }` for the spec's reason: UNWIND over an empty list
+ * yields no rows and would otherwise drop the agent row and every projection after it.
+ */
+export const REGISTRY_PROJECTION = `
+UNWIND $rows AS row
+MERGE (a:Agent {agent_id: row.agent_id})
+WITH a, row, toInteger(row.registry_version) AS version
+WHERE a.registry_version IS NULL OR a.registry_version <= version
+SET a.name             = row.name,
+    a.family           = row.family,
+    a.owner            = row.owner,
+    a.decision_scope   = row.decision_scope,
+    a.status           = row.status,
+    a.registry_version = version
+
+WITH a, row
+CALL (a, row) {
+  UNWIND row.tools AS tool
+  MERGE (t:Tool {tool_id: tool.tool_id})
+  SET t.name = tool.name
+  MERGE (a)-[:AUTHORIZED_FOR]->(t)
+}
+CALL (a, row) {
+  UNWIND row.owned_workflows AS wf
+  MERGE (w:Workflow {workflow_id: wf.workflow_id})
+  SET w.name    = wf.name,
+      w.domain  = wf.domain,
+      w.version = wf.version
+  MERGE (a)-[:OWNS_WORKFLOW]->(w)
+}
+
+// Reconciliation: a removed tool or owned workflow deletes its edge.
+CALL (a, row) {
+  MATCH (a)-[r:AUTHORIZED_FOR]->(t:Tool)
+  WHERE NOT t.tool_id IN [tool IN row.tools | tool.tool_id]
+  DELETE r
+}
+CALL (a, row) {
+  MATCH (a)-[r:OWNS_WORKFLOW]->(w:Workflow)
+  WHERE NOT w.workflow_id IN [wf IN row.owned_workflows | wf.workflow_id]
+  DELETE r
+}
+RETURN row.i AS i
+`;
+
+/**
+ * A tombstone (null value on the compacted topic) means what a "deregistered" snapshot with empty
+ * lists means: §3.1 and §3.2 with empty tools, workflows and escalation path. It has no version, so it
+ * keeps the agent's. Only agents the registry projected (they carry a version) are touched: a node that
+ * exists only as someone's escalation target has nothing to remove, and touching it would make the
+ * result depend on cross-partition arrival order.
+ */
+export const REGISTRY_TOMBSTONE = `
+UNWIND $rows AS row
+MATCH (a:Agent {agent_id: row.agent_id})
+WHERE a.registry_version IS NOT NULL
+SET a.status = 'deregistered'
+WITH a, row
+CALL (a) {
+  MATCH (a)-[r:AUTHORIZED_FOR|OWNS_WORKFLOW]->()
+  DELETE r
+}
+CALL (a) {
+  MATCH (a)-[stale:CAN_ESCALATE_TO]->(:Agent)
+  WHERE stale.declared = true
+  SET stale.declared = false
+}
+RETURN row.i AS i
+`;

@@ -1,0 +1,32 @@
+/**
+ * §3.2 Escalation topology — declared half of CAN_ESCALATE_TO.
+ *
+ * The spec's statement, batched. It runs in the same transaction right after §3.1, and only for the
+ * rows §3.1 applied: the agent's stored registry_version equals the row's exactly when §3.1 let the
+ * snapshot through (a stale snapshot must not re-declare a revoked path either). `escalation_path` is
+ * coalesced to [] so a null list revokes every declaration instead of evaluating to null. Entries that
+ * do not follow the agent-id convention (human terminals) are filtered out, never merged as agents.
+ * Never touches observed_count beyond initialising it on a new edge.
+ */
+export const ESCALATION_DECLARED = `
+UNWIND $rows AS row
+MATCH (a:Agent {agent_id: row.agent_id})
+WHERE a.registry_version = toInteger(row.registry_version)
+WITH a, row, coalesce(row.escalation_path, []) AS escalation_path
+CALL (a, escalation_path) {
+  UNWIND escalation_path AS target_agent_id
+  WITH target_agent_id WHERE target_agent_id =~ '.+-agt-[0-9]+'
+  MERGE (t:Agent {agent_id: target_agent_id})
+  MERGE (a)-[r:CAN_ESCALATE_TO]->(t)
+    ON CREATE SET r.observed_count = 0
+  SET r.declared = true
+}
+
+// Reconciliation: a target removed from escalation_path revokes its declaration.
+CALL (a, escalation_path) {
+  MATCH (a)-[stale:CAN_ESCALATE_TO]->(t:Agent)
+  WHERE stale.declared = true AND NOT t.agent_id IN escalation_path
+  SET stale.declared = false
+}
+RETURN row.i AS i
+`;

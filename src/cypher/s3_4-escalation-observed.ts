@@ -1,0 +1,48 @@
+/**
+ * The outcome-to-outcome ESCALATED_TO relationship (the Outcome Spec's `escalated-to`), batched.
+ * Returns, for each row whose two outcomes exist, whether both have a producing agent and whether it
+ * is the same agent; rows with a missing outcome return nothing and the caller defers them.
+ * `observed_at` keeps the earliest observation so that arrival order does not change the graph.
+ */
+export const ESCALATED_TO = `
+UNWIND $rows AS row
+MATCH (source:Outcome {outcome_id: row.source_outcome_id})
+MATCH (target:Outcome {outcome_id: row.target_outcome_id})
+WITH row, source, target, datetime({epochMillis: toInteger(row.first_observed_at)}) AS first_seen
+MERGE (source)-[e:ESCALATED_TO]->(target)
+SET e.observed_at = CASE WHEN e.observed_at IS NULL OR first_seen < e.observed_at THEN first_seen ELSE e.observed_at END
+WITH row, source, target
+OPTIONAL MATCH (source)<-[:PRODUCED]-(from:Agent)
+OPTIONAL MATCH (target)<-[:PRODUCED]-(to:Agent)
+RETURN row.i AS i, from IS NOT NULL AND to IS NOT NULL AS produced, from = to AS same_agent
+`;
+
+/**
+ * §3.4 Observed half of CAN_ESCALATE_TO, batched over distinct source/target outcome pairs produced by
+ * two different agents.
+ *
+ * As in the spec, the increment sits in the ON CREATE of the :OBSERVED marker, so a redelivered pair
+ * is a no-op, and `declared` is only initialised (false) on an edge this statement creates.
+ * One deliberate refinement: the spec sets last_observed_at and recorded_at only when the marker is
+ * created, which makes them depend on arrival order. Here recorded_at keeps the pair's earliest
+ * observation and last_observed_at the latest observation between the two agents — the same values
+ * in-order delivery gives, whatever order records actually arrive in.
+ */
+export const ESCALATION_OBSERVED = `
+UNWIND $rows AS row
+MATCH (source:Outcome {outcome_id: row.source_outcome_id})<-[:PRODUCED]-(from:Agent)
+MATCH (target:Outcome {outcome_id: row.target_outcome_id})<-[:PRODUCED]-(to:Agent)
+WHERE from <> to
+WITH row, source, target, from, to,
+     datetime({epochMillis: toInteger(row.first_observed_at)}) AS first_seen,
+     datetime({epochMillis: toInteger(row.last_observed_at)}) AS last_seen,
+     EXISTS { (source)-[:OBSERVED]->(target) } AS already_counted
+MERGE (from)-[r:CAN_ESCALATE_TO]->(to)
+  ON CREATE SET r.declared = false, r.observed_count = 0
+MERGE (source)-[obs:OBSERVED]->(target)
+  ON CREATE SET r.observed_count = r.observed_count + 1,
+                obs.recorded_at  = first_seen
+SET r.last_observed_at = CASE WHEN r.last_observed_at IS NULL OR r.last_observed_at < last_seen THEN last_seen ELSE r.last_observed_at END,
+    obs.recorded_at    = CASE WHEN first_seen < obs.recorded_at THEN first_seen ELSE obs.recorded_at END
+RETURN row.i AS i, already_counted
+`;

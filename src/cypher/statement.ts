@@ -1,0 +1,32 @@
+/** A write pattern's name, as the spec numbers it; metrics and logs use these names. */
+export type StatementName = "3.1" | "3.1-tombstone" | "3.2" | "3.3" | "3.4" | "outcome" | "escalated-to";
+
+/** One Cypher statement applying a whole batch: `UNWIND $rows AS row`, every value a parameter. */
+export interface Statement {
+  readonly name: StatementName;
+  readonly cypher: string;
+  readonly params: { readonly rows: readonly Readonly<Record<string, unknown>>[] };
+}
+
+/** What the graph writer hands back for one executed statement. */
+export interface StatementResult {
+  readonly name: StatementName;
+  readonly records: readonly Readonly<Record<string, unknown>>[];
+  readonly counters: WriteCounters;
+}
+
+export interface WriteCounters {
+  readonly nodesCreated: number;
+  readonly nodesDeleted: number;
+  readonly relationshipsCreated: number;
+  readonly relationshipsDeleted: number;
+  readonly propertiesSet: number;
+}
+
+export const NO_WRITES: WriteCounters = Object.freeze({
+  nodesCreated: 0,
+  nodesDeleted: 0,
+  relationshipsCreated: 0,
+  relationshipsDeleted: 0,
+  propertiesSet: 0,
+});

@@ -1,0 +1,45 @@
+/**
+ * What became of one record. A fate is a value, never an exception: one record's problem must not stop
+ * its partition.
+ */
+export type RejectReason =
+  | "not-avro"
+  | "unknown-schema-id"
+  | "schema-mismatch"
+  | "undecodable"
+  | "invalid-field"
+  | "malformed-id"
+  | "unserved-tenant"
+  | "list-too-long"
+  | "precondition-timeout";
+
+export type DeferReason = "agent-missing" | "outcome-missing" | "producer-missing";
+
+export type Fate =
+  | { readonly kind: "applied" }
+  | { readonly kind: "unchanged" }
+  | { readonly kind: "stale" }
+  | { readonly kind: "deferred"; readonly reason: DeferReason }
+  | { readonly kind: "dead-lettered"; readonly reason: RejectReason; readonly message: string };
+
+export type FateKind = Fate["kind"];
+
+export const applied: Fate = { kind: "applied" };
+export const unchanged: Fate = { kind: "unchanged" };
+export const stale: Fate = { kind: "stale" };
+
+export function deferred(reason: DeferReason): Fate {
+  return { kind: "deferred", reason };
+}
+
+export function deadLettered(reason: RejectReason, message: string): Fate {
+  return { kind: "dead-lettered", reason, message };
+}
+
+/** A record that can never apply, with the reason a dead-letter record carries. */
+export class Rejection {
+  constructor(
+    readonly reason: RejectReason,
+    readonly message: string,
+  ) {}
+}

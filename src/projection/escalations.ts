@@ -1,0 +1,69 @@
+import { ESCALATED_TO, ESCALATION_OBSERVED } from "../cypher/s3_4-escalation-observed.js";
+import type { Statement, StatementResult } from "../cypher/statement.js";
+import type { EscalationEdge } from "../model/events.js";
+import { applied, deferred, type Fate, unchanged } from "../model/fate.js";
+import { copyFateToDuplicates, type Indexed, type Plan } from "./plan.js";
+
+interface PairRow {
+  readonly i: number;
+  readonly source_outcome_id: string;
+  readonly target_outcome_id: string;
+  first_observed_at: number;
+  last_observed_at: number;
+}
+
+/**
+ * `escalation-edge` → ESCALATED_TO, then §3.4 when the two outcomes' producers differ. A repeated
+ * source/target pair in one batch becomes one row carrying its earliest and latest observation, so it
+ * counts once. A record whose outcomes or producers are not in the graph yet is deferred.
+ */
+export function projectEscalations(events: readonly Indexed<EscalationEdge>[]): Plan {
+  const pairs = new Map<string, PairRow>();
+  const duplicates = new Map<number, number[]>();
+  for (const { i, event } of events) {
+    const key = JSON.stringify([event.source_outcome_id, event.target_outcome_id]);
+    const row = pairs.get(key);
+    if (row) {
+      row.first_observed_at = Math.min(row.first_observed_at, event.observed_at);
+      row.last_observed_at = Math.max(row.last_observed_at, event.observed_at);
+      duplicates.set(row.i, [...(duplicates.get(row.i) ?? []), i]);
+      continue;
+    }
+    pairs.set(key, {
+      i,
+      source_outcome_id: event.source_outcome_id,
+      target_outcome_id: event.target_outcome_id,
+      first_observed_at: event.observed_at,
+      last_observed_at: event.observed_at,
+    });
+  }
+  const rows = [...pairs.values()].map((row) => ({ ...row }));
+  const statements: Statement[] =
+    rows.length === 0
+      ? []
+      : [
+          { name: "escalated-to", cypher: ESCALATED_TO, params: { rows } },
+          { name: "3.4", cypher: ESCALATION_OBSERVED, params: { rows } },
+        ];
+  return {
+    statements,
+    fates(results: readonly StatementResult[]) {
+      const outcomes = new Map<number, { produced: boolean; sameAgent: boolean }>();
+      for (const record of results[0]?.records ?? []) {
+        outcomes.set(Number(record.i), { produced: record.produced === true, sameAgent: record.same_agent === true });
+      }
+      const counted = new Map<number, boolean>();
+      for (const record of results[1]?.records ?? []) counted.set(Number(record.i), record.already_counted === true);
+      const fates = new Map<number, Fate>();
+      for (const row of rows) {
+        const found = outcomes.get(row.i);
+        if (!found) fates.set(row.i, deferred("outcome-missing"));
+        else if (!found.produced) fates.set(row.i, deferred("producer-missing"));
+        else if (found.sameAgent) fates.set(row.i, applied);
+        else fates.set(row.i, counted.get(row.i) === true ? unchanged : applied);
+      }
+      copyFateToDuplicates(fates, duplicates);
+      return fates;
+    },
+  };
+}
