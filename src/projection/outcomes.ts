@@ -5,49 +5,68 @@ import { applied, deferred, type Fate, unchanged } from "../model/fate.js";
 import { copyFateToDuplicates, type Indexed, type Plan } from "./plan.js";
 
 /**
- * `outcome-created` → the Outcome node, then §3.3 PRODUCED. An outcome whose agent has no node yet is
- * deferred (its Outcome node is written already; the retry adds PRODUCED). The same outcome twice in a
- * batch is applied once, with the last event's values.
+ * `outcome-created` → the Outcome node, then §3.3 PRODUCED, in one transaction. An outcome whose agent
+ * has no node yet is deferred (its Outcome node is written already; the retry adds PRODUCED). A
+ * redelivered event in the same batch is applied once; two different events for one outcome_id go to
+ * successive rounds, so no key repeats inside an UNWIND and the later event's values win, as in order.
  */
 export function projectOutcomes(events: readonly Indexed<OutcomeCreated>[]): Plan {
-  const latest = new Map<string, Indexed<OutcomeCreated>>();
+  const rounds: Indexed<OutcomeCreated>[][] = [];
+  const depthOf = new Map<string, number>();
+  const lastOf = new Map<string, Indexed<OutcomeCreated>>();
   const duplicates = new Map<number, number[]>();
   for (const item of events) {
-    const previous = latest.get(item.event.outcome_id);
-    if (previous) {
-      const copies = duplicates.get(previous.i) ?? [];
-      duplicates.delete(previous.i);
-      duplicates.set(item.i, [...copies, previous.i]);
+    const key = item.event.outcome_id;
+    const last = lastOf.get(key);
+    if (last && sameFact(last.event, item.event)) {
+      duplicates.set(last.i, [...(duplicates.get(last.i) ?? []), item.i]);
+      continue;
     }
-    latest.set(item.event.outcome_id, item);
+    const depth = last === undefined ? 0 : (depthOf.get(key) ?? 0) + 1;
+    depthOf.set(key, depth);
+    lastOf.set(key, item);
+    if (rounds[depth] === undefined) rounds[depth] = [];
+    rounds[depth].push(item);
   }
-  const rows = [...latest.values()].map(({ i, event }) => ({
-    i,
-    outcome_id: event.outcome_id,
-    agent_id: event.agent_id,
-    status: event.status,
-    correlation_id: event.correlation_id,
-    created_at: event.created_at,
-  }));
-  const statements: Statement[] =
-    rows.length === 0
-      ? []
-      : [
-          { name: "outcome", cypher: OUTCOME_PROJECTION, params: { rows } },
-          { name: "3.3", cypher: PRODUCED, params: { rows } },
-        ];
+  const statements: Statement[] = rounds.flatMap((round) => {
+    const rows = round.map(({ i, event }) => ({
+      i,
+      outcome_id: event.outcome_id,
+      agent_id: event.agent_id,
+      status: event.status,
+      correlation_id: event.correlation_id,
+      created_at: event.created_at,
+    }));
+    return [
+      { name: "outcome", cypher: OUTCOME_PROJECTION, params: { rows } },
+      { name: "3.3", cypher: PRODUCED, params: { rows } },
+    ] satisfies Statement[];
+  });
   return {
     statements,
     fates(results: readonly StatementResult[]) {
-      const produced = new Map<number, boolean>();
-      for (const record of results[1]?.records ?? []) produced.set(Number(record.i), record.existed === true);
       const fates = new Map<number, Fate>();
-      for (const row of rows) {
-        const existed = produced.get(row.i);
-        fates.set(row.i, existed === undefined ? deferred("agent-missing") : existed ? unchanged : applied);
-      }
+      statements.forEach((statement, position) => {
+        if (statement.name !== "3.3") return;
+        const produced = new Map<number, boolean>();
+        for (const record of results[position]?.records ?? []) produced.set(Number(record.i), record.existed === true);
+        for (const row of statement.params.rows) {
+          const i = Number(row.i);
+          const existed = produced.get(i);
+          fates.set(i, existed === undefined ? deferred("agent-missing") : existed ? unchanged : applied);
+        }
+      });
       copyFateToDuplicates(fates, duplicates);
       return fates;
     },
   };
+}
+
+function sameFact(a: OutcomeCreated, b: OutcomeCreated): boolean {
+  return (
+    a.agent_id === b.agent_id &&
+    a.status === b.status &&
+    a.correlation_id === b.correlation_id &&
+    a.created_at === b.created_at
+  );
 }

@@ -6,8 +6,8 @@ import { applied, type Fate, stale, unchanged } from "../model/fate.js";
 import { type Indexed, type Plan, returnedIndexes } from "./plan.js";
 
 /**
- * One round of registry writes: at most one unit per agent. Several rounds arise only when a batch holds a
- * tombstone for an agent between its snapshots; they run in order in the same transaction.
+ * One round of registry writes: at most one unit per agent, so no key repeats inside an UNWIND. Rounds
+ * run in order in the same transaction.
  */
 export interface RegistryRound {
   readonly snapshots: readonly Indexed<RegistrySnapshot>[];
@@ -15,49 +15,59 @@ export interface RegistryRound {
 }
 
 /**
- * Collapses a batch of registry events (in offset order) into rounds that leave the graph exactly as
- * applying every event in order would. A run of snapshots of one agent collapses to its highest
- * registry_version, the last among equals: under the version guard, that is the only one whose effect
- * survives the run. A run of tombstones collapses to one. Runs alternate, and each becomes a round.
- * Returns the rounds and the events that were superseded inside the batch.
+ * Reduces a batch of registry events (in offset order) to the ones whose effect in-order application
+ * would keep, and spreads them over rounds. A snapshot below the highest version seen earlier in the
+ * batch for its agent could not pass the version guard, so it is superseded; so is an exact repeat of
+ * the unit before it, and a tombstone right after a tombstone. Usually one snapshot per agent is left
+ * — the highest registry_version, the last among equals. When a batch holds several rising snapshots
+ * of one agent they all stay, one round each: an intermediate snapshot can leave nodes and revoked
+ * declarations behind, and the graph must not depend on where batch boundaries fell.
  */
 export function collapseRegistry(events: readonly Indexed<RegistryEvent>[]): {
   rounds: RegistryRound[];
   superseded: number[];
 } {
   const unitsByAgent = new Map<string, Indexed<RegistryEvent>[]>();
+  const highestVersion = new Map<string, number>();
   const superseded: number[] = [];
   for (const item of events) {
-    const units = unitsByAgent.get(item.event.agent_id) ?? [];
-    unitsByAgent.set(item.event.agent_id, units);
-    const last = units.at(-1);
-    if (last === undefined || last.event.kind !== item.event.kind) {
-      units.push(item);
-      continue;
+    const { event } = item;
+    const units = unitsByAgent.get(event.agent_id) ?? [];
+    unitsByAgent.set(event.agent_id, units);
+    if (event.kind === "registry-snapshot") {
+      const highest = highestVersion.get(event.agent_id) ?? Number.NEGATIVE_INFINITY;
+      if (event.registry_version < highest) {
+        superseded.push(item.i);
+        continue;
+      }
+      highestVersion.set(event.agent_id, event.registry_version);
     }
-    const keepNew =
-      item.event.kind === "registry-tombstone" ||
-      (last.event.kind === "registry-snapshot" && item.event.registry_version >= last.event.registry_version);
-    if (keepNew) {
+    const last = units.at(-1);
+    if (last !== undefined && sameEffect(last.event, event)) {
       superseded.push(last.i);
       units[units.length - 1] = item;
     } else {
-      superseded.push(item.i);
+      units.push(item);
     }
   }
-  const rounds: RegistryRound[] = [];
+  const rounds: { snapshots: Indexed<RegistrySnapshot>[]; tombstones: Indexed<RegistryEvent>[] }[] = [];
   for (const units of unitsByAgent.values()) {
     units.forEach((unit, depth) => {
       if (rounds[depth] === undefined) rounds[depth] = { snapshots: [], tombstones: [] };
       const round = rounds[depth];
-      if (unit.event.kind === "registry-snapshot") {
-        (round.snapshots as Indexed<RegistrySnapshot>[]).push(unit as Indexed<RegistrySnapshot>);
-      } else {
-        (round.tombstones as Indexed<RegistryEvent>[]).push(unit);
-      }
+      if (unit.event.kind === "registry-snapshot") round.snapshots.push({ i: unit.i, event: unit.event });
+      else round.tombstones.push(unit);
     });
   }
   return { rounds, superseded };
+}
+
+/** Two registry events whose application leaves the same graph (ids and timestamps aside). */
+function sameEffect(a: RegistryEvent, b: RegistryEvent): boolean {
+  if (a.kind === "registry-tombstone" || b.kind === "registry-tombstone") return a.kind === b.kind;
+  const { event_id: _a, occurred_at: _b, ...left } = a;
+  const { event_id: _c, occurred_at: _d, ...right } = b;
+  return JSON.stringify(left) === JSON.stringify(right);
 }
 
 export function snapshotRow({ i, event }: Indexed<RegistrySnapshot>): Record<string, unknown> {

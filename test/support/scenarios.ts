@@ -1,0 +1,178 @@
+import { expect } from "vitest";
+import type { ProjectorEvent } from "../../src/model/events.js";
+import { escalation, outcome, snapshot, tombstone, tool, workflow } from "./builders.js";
+import type { GraphView } from "./graph-view.js";
+
+/**
+ * Scenarios written once over "a graph that consumes steps of events": the unit suite runs them on the
+ * reference model, the integration suite through the projector into Neo4j. Each step is consumed in
+ * order; `deliveries` (a parameter of every run) repeats each step, as at-least-once delivery may.
+ */
+export interface Scenario {
+  readonly name: string;
+  readonly steps: readonly (readonly ProjectorEvent[])[];
+  check(graph: GraphView): void;
+}
+
+const A = "fin-agt-010";
+const B = "fin-agt-011";
+const C = "ops-agt-020";
+
+export const checklistScenarios: readonly Scenario[] = [
+  {
+    name: "§7 a removed tool deletes AUTHORIZED_FOR and a removed workflow deletes OWNS_WORKFLOW",
+    steps: [
+      [
+        snapshot(A, {
+          registry_version: 1,
+          tools: [tool("t1"), tool("t2")],
+          owned_workflows: [workflow("w1"), workflow("w2")],
+        }),
+      ],
+      [snapshot(A, { registry_version: 2, tools: [tool("t2")], owned_workflows: [workflow("w2")] })],
+    ],
+    check(graph) {
+      expect(graph.rel("AUTHORIZED_FOR", A, "t1")).toHaveLength(0);
+      expect(graph.rel("AUTHORIZED_FOR", A, "t2")).toHaveLength(1);
+      expect(graph.rel("OWNS_WORKFLOW", A, "w1")).toHaveLength(0);
+      expect(graph.rel("OWNS_WORKFLOW", A, "w2")).toHaveLength(1);
+      expect(graph.node("Tool", "t1")).toEqual({ tool_id: "t1", name: "Tool t1" });
+    },
+  },
+  {
+    name: "§7 a removed escalation target flips declared to false",
+    steps: [
+      [snapshot(A, { registry_version: 1, escalation_path: [B, C] })],
+      [snapshot(A, { registry_version: 2, escalation_path: [C] })],
+    ],
+    check(graph) {
+      expect(graph.rel("CAN_ESCALATE_TO", A, B)).toEqual([{ declared: false, observed_count: 0 }]);
+      expect(graph.rel("CAN_ESCALATE_TO", A, C)).toEqual([{ declared: true, observed_count: 0 }]);
+    },
+  },
+  {
+    name: "§7 an observed-only edge keeps declared false",
+    steps: [
+      [snapshot(A, { escalation_path: [C] }), snapshot(B)],
+      [outcome("o-a", A), outcome("o-b", B)],
+      [escalation("o-a", "o-b", 50)],
+      [snapshot(A, { registry_version: 2, escalation_path: [C] })],
+    ],
+    check(graph) {
+      const [edge] = graph.rel("CAN_ESCALATE_TO", A, B);
+      expect(edge).toMatchObject({ declared: false, observed_count: 1 });
+    },
+  },
+  {
+    name: "§7 human terminals never become Agent nodes",
+    steps: [[snapshot(A, { escalation_path: ["human operator", "Human compliance owner", B] })]],
+    check(graph) {
+      expect(graph.nodeKeys("Agent").sort()).toEqual([A, B]);
+      expect(graph.node("Agent", B)).toEqual({ agent_id: B });
+    },
+  },
+  {
+    name: "§7 an agent with an empty tools list keeps its workflows and escalation path",
+    steps: [[snapshot(A, { tools: [], owned_workflows: [workflow("w1")], escalation_path: [B] })]],
+    check(graph) {
+      expect(graph.rel("OWNS_WORKFLOW", A, "w1")).toHaveLength(1);
+      expect(graph.rel("CAN_ESCALATE_TO", A, B)).toHaveLength(1);
+      expect(graph.node("Agent", A)).toMatchObject({ status: "active", registry_version: 1 });
+    },
+  },
+  {
+    name: "§7 a null escalation_path revokes every declared edge",
+    steps: [
+      [snapshot(A, { registry_version: 1, escalation_path: [B, C] })],
+      [snapshot(A, { registry_version: 2, escalation_path: null })],
+    ],
+    check(graph) {
+      expect(graph.rel("CAN_ESCALATE_TO", A, B)).toEqual([{ declared: false, observed_count: 0 }]);
+      expect(graph.rel("CAN_ESCALATE_TO", A, C)).toEqual([{ declared: false, observed_count: 0 }]);
+    },
+  },
+  {
+    name: "§7 observed_count is idempotent under redelivery of the same outcome pair",
+    steps: [
+      [snapshot(A, { escalation_path: [B] }), snapshot(B)],
+      [outcome("o-1", A), outcome("o-2", B), outcome("o-3", B)],
+      [escalation("o-1", "o-2", 10), escalation("o-1", "o-2", 10)],
+      [escalation("o-1", "o-2", 10), escalation("o-1", "o-3", 20)],
+      [escalation("o-1", "o-3", 20)],
+    ],
+    check(graph) {
+      expect(graph.rel("CAN_ESCALATE_TO", A, B)).toEqual([
+        { declared: true, observed_count: 2, last_observed_at: Date.UTC(2026, 0, 1) + 20_000 },
+      ]);
+      expect(graph.count("OBSERVED")).toBe(2);
+      expect(graph.count("ESCALATED_TO")).toBe(2);
+    },
+  },
+  {
+    name: "§7 declared and observed halves never reset each other",
+    steps: [
+      [snapshot(A), snapshot(B)],
+      [outcome("o-1", A), outcome("o-2", B)],
+      [escalation("o-1", "o-2", 10)],
+      [snapshot(A, { registry_version: 2, escalation_path: [B] })],
+      [snapshot(A, { registry_version: 3, escalation_path: [] })],
+    ],
+    check(graph) {
+      expect(graph.rel("CAN_ESCALATE_TO", A, B)).toEqual([
+        { declared: false, observed_count: 1, last_observed_at: Date.UTC(2026, 0, 1) + 10_000 },
+      ]);
+    },
+  },
+  {
+    name: "an older registry snapshot changes nothing (version guard); an equal one re-applies",
+    steps: [
+      [snapshot(A, { registry_version: 5, tools: [tool("t2")], escalation_path: [C] })],
+      [snapshot(A, { registry_version: 3, tools: [tool("t1"), tool("t2")], escalation_path: [B, C], name: "old" })],
+      [snapshot(A, { registry_version: 5, tools: [tool("t2")], escalation_path: [C] })],
+    ],
+    check(graph) {
+      expect(graph.rel("AUTHORIZED_FOR", A, "t1")).toHaveLength(0);
+      expect(graph.rel("CAN_ESCALATE_TO", A, B)).toHaveLength(0);
+      expect(graph.node("Agent", A)).toMatchObject({ registry_version: 5, name: `Agent ${A}` });
+    },
+  },
+  {
+    name: "several snapshots of one agent in one batch end in the highest version's state",
+    steps: [
+      [
+        snapshot(A, { registry_version: 2, tools: [tool("t2")] }),
+        snapshot(A, { registry_version: 4, tools: [tool("t4")], escalation_path: [B] }),
+        snapshot(A, { registry_version: 3, tools: [tool("t3")], escalation_path: [C] }),
+      ],
+    ],
+    check(graph) {
+      expect(graph.rel("AUTHORIZED_FOR", A, "t4")).toHaveLength(1);
+      expect(graph.count("AUTHORIZED_FOR")).toBe(1);
+      expect(graph.rel("CAN_ESCALATE_TO", A, C)).toHaveLength(0);
+      expect(graph.node("Agent", A)).toMatchObject({ registry_version: 4 });
+    },
+  },
+  {
+    name: "a tombstone deregisters the agent and removes its grants and declarations",
+    steps: [
+      [snapshot(A, { tools: [tool("t1")], owned_workflows: [workflow("w1")], escalation_path: [B] })],
+      [tombstone(A), tombstone(C)],
+    ],
+    check(graph) {
+      expect(graph.node("Agent", A)).toMatchObject({ status: "deregistered", registry_version: 1 });
+      expect(graph.count("AUTHORIZED_FOR") + graph.count("OWNS_WORKFLOW")).toBe(0);
+      expect(graph.rel("CAN_ESCALATE_TO", A, B)).toEqual([{ declared: false, observed_count: 0 }]);
+      expect(graph.node("Agent", C)).toBeUndefined();
+    },
+  },
+  {
+    name: "an escalation between two outcomes of one agent changes no CAN_ESCALATE_TO edge",
+    steps: [[snapshot(A)], [outcome("o-1", A), outcome("o-2", A)], [escalation("o-1", "o-2")]],
+    check(graph) {
+      expect(graph.count("ESCALATED_TO")).toBe(1);
+      expect(graph.count("CAN_ESCALATE_TO")).toBe(0);
+      expect(graph.count("OBSERVED")).toBe(0);
+      expect(graph.rel("PRODUCED", A, "Outcome:o-1")).toHaveLength(1);
+    },
+  },
+];
