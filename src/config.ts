@@ -68,6 +68,9 @@ const envSchema = z.object({
   DLQ_TOPIC_SUFFIX: z.string().min(1).default(".dlq"),
   TENANTS: commaList("default").refine((list) => list.length > 0, "needs at least one tenant"),
   TERMINAL_AGENT_IDS: commaList("os-agt-001,os-agt-004"),
+  TOPIC_PARTITIONS: int(6, 1, 10_000),
+  TOPIC_REPLICATION_FACTOR: int(1, 1, 10),
+  REGISTER_SCHEMAS: bool(true),
   METRICS_PORT: int(9464, 0, 65535),
   METRICS_HOST: z.string().min(1).default("0.0.0.0"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
@@ -122,7 +125,10 @@ const configSchema = envSchema.transform((env) => ({
     escalationEdge: env.TOPIC_ESCALATION_EDGE,
     retrySuffix: env.RETRY_TOPIC_SUFFIX,
     dlqSuffix: env.DLQ_TOPIC_SUFFIX,
+    partitions: env.TOPIC_PARTITIONS,
+    replicationFactor: env.TOPIC_REPLICATION_FACTOR,
   },
+  registerSchemas: env.REGISTER_SCHEMAS,
   tenants: env.TENANTS.map((entry): TenantRoute => {
     const [tenantId = "", database] = entry.split("=").map((part) => part.trim());
     return { tenantId, database: database || env.NEO4J_DATABASE };

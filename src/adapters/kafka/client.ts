@@ -1,0 +1,27 @@
+import { Kafka, type KafkaConfig, logLevel, type SASLOptions } from "kafkajs";
+import type { Config } from "../../config.js";
+import type { Logger } from "../../ports.js";
+
+/** One kafkajs client for the whole process, with its logs routed into ours. */
+export function createKafka(config: Config["kafka"], logger: Logger): Kafka {
+  const options: KafkaConfig = {
+    clientId: config.clientId,
+    brokers: [...config.brokers],
+    ssl: config.ssl,
+    connectionTimeout: 5_000,
+    requestTimeout: 30_000,
+    retry: { initialRetryTime: 300, retries: 8, maxRetryTime: 10_000 },
+    logLevel: logLevel.WARN,
+    logCreator:
+      () =>
+      ({ level, log }) => {
+        const { message, ...fields } = log;
+        const entry = { component: "kafkajs", ...fields };
+        if (level === logLevel.ERROR) logger.error(entry, String(message));
+        else if (level === logLevel.WARN) logger.warn(entry, String(message));
+        else logger.debug(entry, String(message));
+      },
+  };
+  if (config.sasl) options.sasl = config.sasl as SASLOptions;
+  return new Kafka(options);
+}

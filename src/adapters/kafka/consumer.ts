@@ -1,0 +1,198 @@
+import type { Consumer, EachBatchPayload, Kafka, KafkaMessage } from "kafkajs";
+import { classify, errorMessage } from "../../errors.js";
+import { HEADER, headerNumber } from "../../pipeline/headers.js";
+import { type BatchDeps, processBatch } from "../../pipeline/process-batch.js";
+import type { Clock, Logger, SourceRecord } from "../../ports.js";
+import { consumedTopics, roleOfTopic, type TopicNames } from "../../topics.js";
+import type { PrometheusMetrics } from "../metrics/prometheus.js";
+
+export interface ConsumerOptions {
+  readonly groupId: string;
+  readonly partitionsConsumedConcurrently: number;
+  readonly maxBatchRecords: number;
+  /** First pause after an infrastructure failure; doubles up to 30 s while the failure lasts. */
+  readonly pauseOnFailureMs?: number;
+}
+
+export interface ProjectorConsumer {
+  start(): Promise<void>;
+  /** Stops fetching, lets the batch in flight finish and commit, and leaves the group. */
+  stop(): Promise<void>;
+  isJoined(): boolean;
+  /** When the consumer last fetched, applied or paused on purpose; liveness reads it. */
+  lastProgressAt(): number;
+  assignment(): ReadonlyMap<string, readonly number[]>;
+}
+
+const MAX_PAUSE_MS = 30_000;
+
+/**
+ * The consumer group over the three source topics and their retry topics. Each fetched partition
+ * batch is applied in sub-batches; an offset is resolved and committed only after its sub-batch was
+ * applied or durably handed to the retry/dead-letter topics. Nothing thrown escapes eachBatch: kafkajs
+ * would restart the consumer and rebalance the group. On an infrastructure failure the partition
+ * pauses with backoff and, since its offset was not resolved, is fetched again from the same record.
+ */
+export function createProjectorConsumer(
+  kafka: Kafka,
+  names: TopicNames,
+  options: ConsumerOptions,
+  deps: BatchDeps & { metrics: PrometheusMetrics; logger: Logger; clock: Clock; onFatal: (error: unknown) => void },
+): ProjectorConsumer {
+  const consumer: Consumer = kafka.consumer({
+    groupId: options.groupId,
+    sessionTimeout: 30_000,
+    rebalanceTimeout: 60_000,
+    heartbeatInterval: 3_000,
+    allowAutoTopicCreation: false,
+    maxWaitTimeInMs: 500,
+    retry: { retries: 10 },
+  });
+  let joined = false;
+  let progressAt = deps.clock.now();
+  let currentAssignment = new Map<string, number[]>();
+  const failures = new Map<string, number>();
+  const timers = new Set<NodeJS.Timeout>();
+
+  const pauseFor = (payload: EachBatchPayload, ms: number) => {
+    const resume = payload.pause();
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      resume();
+    }, ms);
+    timers.add(timer);
+  };
+
+  async function eachBatch(payload: EachBatchPayload): Promise<void> {
+    const { batch } = payload;
+    const role = roleOfTopic(names, batch.topic);
+    const partitionKey = `${batch.topic}/${batch.partition}`;
+    progressAt = deps.clock.now();
+    if (!role || role.role === "dead-letter" || batch.messages.length === 0) return;
+    deps.metrics.recordConsumed(batch.topic, batch.partition, batch.messages.length);
+
+    for (let start = 0; start < batch.messages.length; start += options.maxBatchRecords) {
+      if (!payload.isRunning() || payload.isStale()) return;
+      let chunk = batch.messages
+        .slice(start, start + options.maxBatchRecords)
+        .map((m) => toSourceRecord(batch.topic, batch.partition, m));
+      let waitUntil: number | undefined;
+      if (role.role === "retry") {
+        // Retry records are roughly in due order; wait on the first one not yet due, and everything after it.
+        const now = deps.clock.now();
+        const notDue = chunk.findIndex((record) => (headerNumber(record.headers, HEADER.notBefore) ?? 0) > now);
+        if (notDue >= 0) {
+          const head = chunk[notDue] as SourceRecord;
+          waitUntil = headerNumber(head.headers, HEADER.notBefore);
+          const firstSeen = headerNumber(head.headers, HEADER.firstSeen) ?? now;
+          deps.metrics.setOldestDeferredAge(batch.topic, Math.max(0, (now - firstSeen) / 1000));
+          chunk = chunk.slice(0, notDue);
+        }
+      }
+      if (chunk.length > 0) {
+        try {
+          await processBatch(role.stream, chunk, deps);
+        } catch (error) {
+          const attempt = (failures.get(partitionKey) ?? 0) + 1;
+          failures.set(partitionKey, attempt);
+          if (classify(error) === "fatal") {
+            deps.logger.error(
+              { topic: batch.topic, partition: batch.partition, offset: chunk[0]?.offset, error: errorMessage(error) },
+              "fatal error; stopping",
+            );
+            deps.onFatal(error);
+            return;
+          }
+          const pauseMs = Math.min((options.pauseOnFailureMs ?? 1000) * 2 ** (attempt - 1), MAX_PAUSE_MS);
+          deps.logger.warn(
+            {
+              topic: batch.topic,
+              partition: batch.partition,
+              offset: chunk[0]?.offset,
+              attempt,
+              pauseMs,
+              error: errorMessage(error),
+            },
+            "infrastructure failure; partition paused, will retry from the same record",
+          );
+          pauseFor(payload, pauseMs);
+          return;
+        }
+        failures.delete(partitionKey);
+        payload.resolveOffset((chunk.at(-1) as SourceRecord).offset);
+        await payload.commitOffsetsIfNecessary();
+        await payload.heartbeat();
+        progressAt = deps.clock.now();
+      }
+      if (waitUntil !== undefined) {
+        pauseFor(payload, Math.max(50, Math.min(waitUntil - deps.clock.now(), MAX_PAUSE_MS)));
+        return;
+      }
+    }
+  }
+
+  consumer.on(consumer.events.GROUP_JOIN, (event) => {
+    joined = true;
+    deps.metrics.recordRebalance();
+    currentAssignment = new Map(Object.entries(event.payload.memberAssignment));
+    deps.logger.info(
+      { assignment: event.payload.memberAssignment, generation: event.payload.groupId },
+      "joined consumer group",
+    );
+  });
+  consumer.on(consumer.events.REBALANCING, () => {
+    joined = false;
+  });
+  consumer.on(consumer.events.STOP, () => {
+    joined = false;
+  });
+  consumer.on(consumer.events.FETCH, () => {
+    progressAt = deps.clock.now();
+  });
+  consumer.on(consumer.events.CRASH, (event) => {
+    joined = false;
+    const { error, restart } = event.payload;
+    deps.logger.error({ error: errorMessage(error), restart }, "consumer crashed");
+    if (!restart) deps.onFatal(error);
+  });
+
+  return {
+    async start() {
+      await consumer.connect();
+      await consumer.subscribe({ topics: consumedTopics(names), fromBeginning: true });
+      await consumer.run({
+        autoCommit: true,
+        autoCommitThreshold: 1,
+        eachBatchAutoResolve: false,
+        partitionsConsumedConcurrently: options.partitionsConsumedConcurrently,
+        eachBatch,
+      });
+    },
+    async stop() {
+      for (const timer of timers) clearTimeout(timer);
+      timers.clear();
+      await consumer.disconnect();
+      joined = false;
+    },
+    isJoined: () => joined,
+    lastProgressAt: () => progressAt,
+    assignment: () => currentAssignment,
+  };
+}
+
+function toSourceRecord(topic: string, partition: number, message: KafkaMessage): SourceRecord {
+  const headers: Record<string, Buffer | undefined> = {};
+  for (const [name, value] of Object.entries(message.headers ?? {})) {
+    const first = Array.isArray(value) ? value[0] : value;
+    headers[name] = first === undefined ? undefined : Buffer.isBuffer(first) ? first : Buffer.from(String(first));
+  }
+  return {
+    topic,
+    partition,
+    offset: message.offset,
+    timestamp: message.timestamp,
+    key: message.key ?? null,
+    value: message.value ?? null,
+    headers,
+  };
+}

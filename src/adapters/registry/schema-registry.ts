@@ -1,0 +1,96 @@
+import { COMPATIBILITY, SchemaRegistry, SchemaType } from "@kafkajs/confluent-schema-registry";
+import avro from "avsc";
+import type { Config } from "../../config.js";
+import { TransientError } from "../../errors.js";
+import { Rejection } from "../../model/fate.js";
+import { readerSchema, STREAMS } from "../../model/schemas.js";
+import type { Decoder, Stream } from "../../ports.js";
+
+const MAGIC_BYTE = 0;
+const HEADER_BYTES = 5;
+
+export function createSchemaRegistry(config: Config["registry"]): SchemaRegistry {
+  return new SchemaRegistry({
+    host: config.url,
+    ...(config.auth ? { auth: config.auth } : {}),
+    retry: { retries: 2, maxRetryTimeInSecs: 2 },
+  });
+}
+
+/**
+ * Decodes Confluent-framed Avro (magic byte 0, 4-byte schema id, body) through our reader schema, so a
+ * producer on a newer backward-compatible schema is read as we expect. Writer schemas come from the
+ * registry once per id (the client caches them); the resolver from writer to reader is cached per
+ * stream and id, so the hot path does no registry call and no schema work.
+ */
+export function createAvroDecoder(registry: SchemaRegistry): Decoder {
+  const readers = new Map(STREAMS.map((stream) => [stream, avro.Type.forSchema(readerSchema(stream) as avro.Schema)]));
+  const resolvers = new Map<string, avro.Resolver | Rejection>();
+
+  async function resolverFor(stream: Stream, id: number): Promise<avro.Resolver | Rejection> {
+    const cacheKey = `${stream}:${id}`;
+    const cached = resolvers.get(cacheKey);
+    if (cached) return cached;
+    let writer: avro.Type;
+    try {
+      writer = (await registry.getSchema(id)) as unknown as avro.Type;
+    } catch (error) {
+      const status = (error as { status?: number }).status;
+      if (status === 404 || /not found/i.test(String((error as Error).message))) {
+        return new Rejection("unknown-schema-id", `schema id ${id} is not in the registry`);
+      }
+      throw new TransientError(
+        `schema registry unavailable while fetching schema id ${id}: ${(error as Error).message}`,
+        {
+          cause: error,
+        },
+      );
+    }
+    let resolved: avro.Resolver | Rejection;
+    try {
+      resolved = (readers.get(stream) as avro.Type).createResolver(writer);
+    } catch (error) {
+      resolved = new Rejection(
+        "schema-mismatch",
+        `writer schema ${id} does not resolve to our ${stream} schema: ${(error as Error).message}`,
+      );
+    }
+    resolvers.set(cacheKey, resolved);
+    return resolved;
+  }
+
+  return {
+    async decode(stream, value) {
+      if (value.length < HEADER_BYTES || value[0] !== MAGIC_BYTE) {
+        return new Rejection("not-avro", "value does not start with the Confluent magic byte and a schema id");
+      }
+      const id = value.readInt32BE(1);
+      const resolver = await resolverFor(stream, id);
+      if (resolver instanceof Rejection) return resolver;
+      try {
+        return (readers.get(stream) as avro.Type).fromBuffer(value.subarray(HEADER_BYTES), resolver) as Record<
+          string,
+          unknown
+        >;
+      } catch (error) {
+        return new Rejection("undecodable", `value does not decode with schema id ${id}: ${(error as Error).message}`);
+      }
+    },
+  };
+}
+
+/** Registers our schemas under `<topic>-value` (TopicNameStrategy) with BACKWARD compatibility. */
+export async function registerSchemas(
+  registry: SchemaRegistry,
+  topics: Readonly<Record<Stream, string>>,
+): Promise<Record<Stream, number>> {
+  const ids = {} as Record<Stream, number>;
+  for (const stream of STREAMS) {
+    const { id } = await registry.register(
+      { type: SchemaType.AVRO, schema: JSON.stringify(readerSchema(stream)) },
+      { subject: `${topics[stream]}-value`, compatibility: COMPATIBILITY.BACKWARD },
+    );
+    ids[stream] = id;
+  }
+  return ids;
+}

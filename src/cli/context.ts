@@ -1,0 +1,33 @@
+import { type Config, ConfigError, loadConfig } from "../config.js";
+import { type AppLogger, createLogger } from "../logger.js";
+
+export interface CliContext {
+  readonly config: Config;
+  readonly logger: AppLogger;
+}
+
+/** Loads the configuration once; a bad key ends the command with a message naming it. */
+export function cliContext(): CliContext {
+  try {
+    const config = loadConfig(process.env);
+    return { config, logger: createLogger(config.logLevel) };
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`configuration error: ${error.message}\n`);
+      process.exit(2);
+    }
+    throw error;
+  }
+}
+
+/** Runs a command body, turning an error into a one-line message and exit code 1. */
+export function action<A extends unknown[]>(body: (...args: A) => Promise<void>): (...args: A) => Promise<void> {
+  return async (...args: A) => {
+    try {
+      await body(...args);
+    } catch (error) {
+      process.stderr.write(`error: ${error instanceof Error ? error.message : String(error)}\n`);
+      process.exitCode = 1;
+    }
+  };
+}

@@ -1,0 +1,18 @@
+import { Command } from "commander";
+import { SERVICE_VERSION } from "../version.js";
+import { registerReport } from "./report.js";
+import { registerRun } from "./run.js";
+import { registerSetup } from "./setup.js";
+
+const program = new Command()
+  .name("agent-graph-projector")
+  .description(
+    "Projects the agent registry and outcome log from Kafka into a Neo4j governance graph.\nConfiguration comes from the environment; see the README.",
+  )
+  .version(SERVICE_VERSION);
+
+registerRun(program);
+registerSetup(program);
+registerReport(program);
+
+await program.parseAsync(process.argv);

@@ -1,0 +1,58 @@
+import type { Command } from "commander";
+import { createDriver, createGraphWriter } from "../adapters/neo4j/graph-writer.js";
+import { noopMetrics } from "../ports.js";
+import { type GovernanceReport, governanceReport } from "../report.js";
+import { action, cliContext } from "./context.js";
+import { printRows } from "./output.js";
+
+export function printReport(report: GovernanceReport, json: boolean): void {
+  if (json) {
+    process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+    return;
+  }
+  if (report.produced) {
+    printRows(report.produced.rows, {
+      title: `What ${report.produced.agentId} produced (newest first)`,
+      empty: "no outcomes",
+    });
+  }
+  printRows(report.undeclaredEscalations, {
+    title: "Undeclared escalations — observed, never authorised by the registry",
+    empty: "none",
+  });
+  printRows(report.declaredNeverExercised, { title: "Declared escalation paths never exercised", empty: "none" });
+  printRows(report.agentsWithoutReachableTerminal, {
+    title: `Agents without a declared path to a control terminal (${report.terminalIds.join(", ")})`,
+    empty: "none: every agent can reach a control terminal",
+  });
+}
+
+export function registerReport(program: Command): void {
+  program
+    .command("report")
+    .description("run the spec's §4 governance queries against the graph")
+    .option("--agent <agent_id>", "also list what this agent produced")
+    .option("--limit <n>", "outcomes to list for --agent", "50")
+    .option("--tenant <tenant>", "tenant whose database to query (default: the first in TENANTS)")
+    .option("--json", "print JSON instead of tables")
+    .action(
+      action(async (options: { agent?: string; limit: string; tenant?: string; json?: boolean }) => {
+        const { config } = cliContext();
+        const route = options.tenant ? config.tenants.find((t) => t.tenantId === options.tenant) : config.tenants[0];
+        if (!route) throw new Error(`tenant "${options.tenant}" is not in TENANTS`);
+        const driver = createDriver(config.neo4j);
+        try {
+          const graph = createGraphWriter(driver, noopMetrics, config.neo4j.txTimeoutMs);
+          const report = await governanceReport(
+            graph,
+            route.database,
+            config.terminalAgentIds,
+            options.agent ? { id: options.agent, limit: Number(options.limit) } : undefined,
+          );
+          printReport(report, options.json === true);
+        } finally {
+          await driver.close();
+        }
+      }),
+    );
+}

@@ -1,0 +1,78 @@
+import type { Command } from "commander";
+import { ensureTopics, topicSpecs } from "../adapters/kafka/admin.js";
+import { createKafka } from "../adapters/kafka/client.js";
+import { createDriver, migrate } from "../adapters/neo4j/graph-writer.js";
+import { createSchemaRegistry, registerSchemas } from "../adapters/registry/schema-registry.js";
+import { topicNames } from "../topics.js";
+import { action, cliContext } from "./context.js";
+import { printRows } from "./output.js";
+
+export function registerSetup(program: Command): void {
+  program
+    .command("migrate")
+    .description("create the §6 uniqueness constraints (idempotent; run also does this at start-up)")
+    .action(
+      action(async () => {
+        const { config } = cliContext();
+        const driver = createDriver(config.neo4j);
+        try {
+          await migrate(
+            driver,
+            config.tenants.map((t) => t.database),
+          );
+          process.stdout.write(
+            `constraints in place on ${[...new Set(config.tenants.map((t) => t.database))].join(", ")}\n`,
+          );
+        } finally {
+          await driver.close();
+        }
+      }),
+    );
+
+  program
+    .command("topics")
+    .description("create the source, retry and dead-letter topics with their configs (idempotent)")
+    .option("--partitions <n>", "partitions per topic (default TOPIC_PARTITIONS)")
+    .option("--replication-factor <n>", "replication factor (default TOPIC_REPLICATION_FACTOR)")
+    .option("--json", "print JSON")
+    .action(
+      action(async (options: { partitions?: string; replicationFactor?: string; json?: boolean }) => {
+        const { config, logger } = cliContext();
+        const admin = createKafka(config.kafka, logger).admin();
+        await admin.connect();
+        try {
+          const specs = topicSpecs(topicNames(config.topics), {
+            partitions: Number(options.partitions ?? config.topics.partitions),
+            replicationFactor: Number(options.replicationFactor ?? config.topics.replicationFactor),
+          });
+          const created = new Set(await ensureTopics(admin, specs));
+          printRows(
+            specs.map((spec) => ({
+              topic: spec.topic,
+              partitions: spec.numPartitions,
+              replication: spec.replicationFactor,
+              cleanup: spec.configEntries?.find((e) => e.name === "cleanup.policy")?.value,
+              status: created.has(spec.topic) ? "created" : "exists",
+            })),
+            { json: options.json === true },
+          );
+        } finally {
+          await admin.disconnect();
+        }
+      }),
+    );
+
+  program
+    .command("schemas")
+    .description("register the Avro schemas under <topic>-value with BACKWARD compatibility")
+    .action(
+      action(async () => {
+        const { config } = cliContext();
+        const ids = await registerSchemas(createSchemaRegistry(config.registry), topicNames(config.topics).source);
+        printRows(
+          Object.entries(ids).map(([stream, id]) => ({ stream, schema_id: id })),
+          {},
+        );
+      }),
+    );
+}

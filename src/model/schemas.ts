@@ -1,0 +1,16 @@
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import type { Stream } from "../ports.js";
+
+/** Our reader schemas, one per stream, as shipped in `schemas/`. */
+export const STREAMS: readonly Stream[] = ["registry-mutation", "outcome-created", "escalation-edge"];
+
+const schemaDir = fileURLToPath(new URL("../../schemas/", import.meta.url));
+
+export function readerSchemaText(stream: Stream): string {
+  return readFileSync(`${schemaDir}${stream}.avsc`, "utf8");
+}
+
+export function readerSchema(stream: Stream): Record<string, unknown> {
+  return JSON.parse(readerSchemaText(stream)) as Record<string, unknown>;
+}

@@ -1,0 +1,86 @@
+import type { Statement, StatementResult } from "./cypher/statement.js";
+import type { Fate, Rejection } from "./model/fate.js";
+
+/** A Kafka record as the core sees it; kafkajs types stay in the Kafka adapter. */
+export interface SourceRecord {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: string;
+  readonly timestamp: string;
+  readonly key: Buffer | null;
+  readonly value: Buffer | null;
+  readonly headers: Readonly<Record<string, Buffer | undefined>>;
+}
+
+/** Which of the three source streams a record belongs to (a retry topic maps to its source's). */
+export type Stream = "registry-mutation" | "outcome-created" | "escalation-edge";
+
+/** Decodes a Confluent-framed Avro value through our reader schema for the stream. */
+export interface Decoder {
+  /** Throws a TransientError when the registry cannot be reached; a bad record is a Rejection. */
+  decode(stream: Stream, value: Buffer): Promise<Record<string, unknown> | Rejection>;
+}
+
+/** Runs statements in one write transaction on a tenant's database, retrying transient failures. */
+export interface GraphWriter {
+  apply(database: string, statements: readonly Statement[]): Promise<StatementResult[]>;
+  read(database: string, cypher: string, params?: Record<string, unknown>): Promise<Record<string, unknown>[]>;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** A record that is not applied now, on its way to its stream's retry topic or dead-letter topic. */
+export type SinkItem =
+  | {
+      readonly kind: "retry";
+      readonly record: SourceRecord;
+      readonly stream: Stream;
+      readonly attempt: number;
+      readonly notBefore: number;
+      readonly firstSeen: number;
+      readonly reason: string;
+    }
+  | {
+      readonly kind: "dead-letter";
+      readonly record: SourceRecord;
+      readonly stream: Stream;
+      readonly fate: Extract<Fate, { kind: "dead-lettered" }>;
+    };
+
+/**
+ * Durably hands records to the retry and dead-letter topics. Resolves only once the broker has
+ * acknowledged every item (acks from all in-sync replicas): the caller commits source offsets after it.
+ */
+export interface RecordSink {
+  send(items: readonly SinkItem[]): Promise<void>;
+}
+
+export interface Clock {
+  now(): number;
+}
+
+export const systemClock: Clock = { now: () => Date.now() };
+
+/** The narrow metrics surface the core records through; prom-client lives in its adapter. */
+export interface Metrics {
+  recordFate(stream: Stream, patterns: readonly string[], fate: Fate): void;
+  recordStatement(result: StatementResult): void;
+  recordBatch(stream: Stream, size: number, seconds: number): void;
+  recordTransactionRetry(): void;
+  recordApplied(topic: string, timestampMs: number): void;
+}
+
+export const noopMetrics: Metrics = {
+  recordFate() {},
+  recordStatement() {},
+  recordBatch() {},
+  recordTransactionRetry() {},
+  recordApplied() {},
+};
+
+export interface Logger {
+  info(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+  error(fields: object, message: string): void;
+  debug(fields: object, message: string): void;
+}

@@ -1,0 +1,202 @@
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { startHttpServer } from "./adapters/http/server.js";
+import { ensureTopics, fetchLag, topicSpecs } from "./adapters/kafka/admin.js";
+import { createKafka } from "./adapters/kafka/client.js";
+import { createProjectorConsumer, type ProjectorConsumer } from "./adapters/kafka/consumer.js";
+import { createRecordSink } from "./adapters/kafka/record-sink.js";
+import { createPrometheusMetrics, type PrometheusMetrics } from "./adapters/metrics/prometheus.js";
+import { createDriver, createGraphWriter, migrate } from "./adapters/neo4j/graph-writer.js";
+import { createAvroDecoder, createSchemaRegistry, registerSchemas } from "./adapters/registry/schema-registry.js";
+import type { Config } from "./config.js";
+import { errorMessage } from "./errors.js";
+import type { AppLogger } from "./logger.js";
+import type { BatchDeps } from "./pipeline/process-batch.js";
+import { type Clock, systemClock } from "./ports.js";
+import { consumedTopics, roleOfTopic, topicNames } from "./topics.js";
+import { SERVICE_VERSION } from "./version.js";
+
+export interface RunningService {
+  readonly metrics: PrometheusMetrics;
+  readonly consumer: ProjectorConsumer;
+  readonly metricsPort: number;
+  /** Resolves when the service stopped, by stop() or by a fatal error (then it rejects). */
+  readonly done: Promise<void>;
+  stop(reason?: string): Promise<void>;
+}
+
+/** Liveness fails when the consumer has neither fetched nor applied anything for this long. */
+const WEDGED_AFTER_MS = 5 * 60_000;
+
+/**
+ * The composition root: configuration in, a running projector out. Every adapter is created here and
+ * handed to what needs it; nothing else reaches for a global.
+ */
+export async function startService(
+  config: Config,
+  logger: AppLogger,
+  clock: Clock = systemClock,
+): Promise<RunningService> {
+  const metrics = createPrometheusMetrics();
+  const names = topicNames(config.topics);
+  const databases = new Map(config.tenants.map((route) => [route.tenantId, route.database]));
+
+  const driver = createDriver(config.neo4j);
+  const graph = createGraphWriter(driver, metrics, config.neo4j.txTimeoutMs);
+  await migrate(driver, databases.values());
+  logger.info({ databases: [...new Set(databases.values())] }, "constraints in place");
+
+  const registry = createSchemaRegistry(config.registry);
+  if (config.registerSchemas) {
+    const ids = await registerSchemas(registry, names.source);
+    logger.info({ schemaIds: ids }, "reader schemas registered");
+  }
+  const decoder = createAvroDecoder(registry);
+
+  const kafka = createKafka(config.kafka, logger);
+  const admin = kafka.admin();
+  await admin.connect();
+  const existing = new Set(await admin.listTopics());
+  const missingSources = Object.values(names.source).filter((topic) => !existing.has(topic));
+  if (missingSources.length > 0) {
+    await admin.disconnect();
+    await driver.close();
+    throw new Error(
+      `source topic(s) ${missingSources.join(", ")} do not exist; create them with "agent-graph-projector topics"`,
+    );
+  }
+  const ownTopics = topicSpecs(names, {
+    partitions: config.topics.partitions,
+    replicationFactor: config.topics.replicationFactor,
+  }).filter((spec) => roleOfTopic(names, spec.topic)?.role !== "source");
+  const created = await ensureTopics(admin, ownTopics);
+  if (created.length > 0) logger.info({ topics: created }, "created retry and dead-letter topics");
+
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 5, allowAutoTopicCreation: false });
+  await producer.connect();
+  const sink = createRecordSink(producer, names, SERVICE_VERSION, (topic) => metrics.recordDeadLetterPublished(topic));
+
+  let failWith: (error: unknown) => void = () => {};
+  const fatal = new Promise<never>((_, reject) => {
+    failWith = reject;
+  });
+  fatal.catch(() => {});
+
+  const batchDeps: BatchDeps = {
+    decoder,
+    graph,
+    sink,
+    metrics,
+    clock,
+    logger,
+    rules: { servedTenants: new Set(databases.keys()), maxListLength: config.limits.maxListLength },
+    databases,
+    defaultTenant: config.tenants[0]?.tenantId ?? "default",
+    retry: config.retry,
+  };
+  const consumer = createProjectorConsumer(
+    kafka,
+    names,
+    {
+      groupId: config.kafka.group,
+      partitionsConsumedConcurrently: config.kafka.partitionsConsumedConcurrently,
+      maxBatchRecords: config.batch.maxRecords,
+    },
+    { ...batchDeps, metrics, onFatal: (error) => failWith(error) },
+  );
+
+  let registryOk = { at: 0, ok: false };
+  const server: Server = await startHttpServer(
+    metrics.registry,
+    {
+      live() {
+        const idleMs = clock.now() - consumer.lastProgressAt();
+        return { ok: idleMs < WEDGED_AFTER_MS, detail: { consumerIdleSeconds: Math.round(idleMs / 1000) } };
+      },
+      async ready() {
+        const joined = consumer.isJoined();
+        const neo4jOk = await graph.ping().then(
+          () => true,
+          () => false,
+        );
+        if (clock.now() - registryOk.at > 5_000) {
+          const ok = await fetch(`${config.registry.url.replace(/\/$/, "")}/subjects`, {
+            signal: AbortSignal.timeout(2_000),
+            headers: config.registry.auth
+              ? {
+                  authorization: `Basic ${Buffer.from(`${config.registry.auth.username}:${config.registry.auth.password}`).toString("base64")}`,
+                }
+              : {},
+          }).then(
+            (response) => response.ok,
+            () => false,
+          );
+          registryOk = { at: clock.now(), ok };
+        }
+        return { ok: joined && neo4jOk && registryOk.ok, detail: { joined, neo4j: neo4jOk, registry: registryOk.ok } };
+      },
+    },
+    config.metrics.host,
+    config.metrics.port,
+  );
+  const metricsPort = (server.address() as AddressInfo).port;
+
+  const lagTopics = consumedTopics(names);
+  const reported = new Set<string>();
+  const refreshLag = async () => {
+    try {
+      const owned = consumer.assignment();
+      const lags = await fetchLag(admin, config.kafka.group, lagTopics);
+      const seen = new Set<string>();
+      for (const { topic, partition, lag } of lags) {
+        if (!(owned.get(topic) ?? []).includes(partition)) continue;
+        metrics.setLag(topic, partition, lag);
+        seen.add(`${topic}\u0000${partition}`);
+        if (lag === 0 && roleOfTopic(names, topic)?.role === "retry") metrics.setOldestDeferredAge(topic, 0);
+      }
+      for (const key of reported) {
+        if (seen.has(key)) continue;
+        const [topic, partition] = key.split("\u0000");
+        metrics.dropLag(topic as string, Number(partition));
+      }
+      reported.clear();
+      for (const key of seen) reported.add(key);
+    } catch (error) {
+      logger.debug({ error: errorMessage(error) }, "lag refresh failed");
+    }
+  };
+  const lagTimer = setInterval(refreshLag, config.lagRefreshMs);
+
+  await consumer.start();
+  logger.info(
+    { group: config.kafka.group, topics: lagTopics, metricsPort, version: SERVICE_VERSION },
+    "projector running",
+  );
+
+  let stopping: Promise<void> | undefined;
+  let resolveDone: () => void = () => {};
+  const done = new Promise<void>((resolve, reject) => {
+    resolveDone = resolve;
+    fatal.catch(async (error) => {
+      await stop("fatal error").catch(() => {});
+      reject(error);
+    });
+  });
+
+  async function stop(reason = "stop requested"): Promise<void> {
+    stopping ??= (async () => {
+      logger.info({ reason }, "stopping: no new fetches, committing what was applied, leaving the group");
+      clearInterval(lagTimer);
+      await consumer.stop().catch((error) => logger.warn({ error: errorMessage(error) }, "consumer stop failed"));
+      await producer.disconnect().catch(() => {});
+      await admin.disconnect().catch(() => {});
+      await driver.close().catch(() => {});
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      logger.info({}, "stopped");
+      resolveDone();
+    })();
+    return stopping;
+  }
+
+  return { metrics, consumer, metricsPort, done, stop };
+}

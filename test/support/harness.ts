@@ -1,0 +1,138 @@
+import { randomUUID } from "node:crypto";
+import { SchemaRegistry } from "@kafkajs/confluent-schema-registry";
+import { type Admin, Kafka, logLevel } from "kafkajs";
+import neo4j, { type Driver } from "neo4j-driver";
+import { inject } from "vitest";
+import { ensureTopics, fetchLag, topicSpecs } from "../../src/adapters/kafka/admin.js";
+import { publishEvents } from "../../src/adapters/kafka/event-publisher.js";
+import { dumpGraph } from "../../src/adapters/neo4j/dump.js";
+import { createGraphWriter } from "../../src/adapters/neo4j/graph-writer.js";
+import { registerSchemas } from "../../src/adapters/registry/schema-registry.js";
+import { type Config, loadConfig } from "../../src/config.js";
+import { createLogger } from "../../src/logger.js";
+import type { ProjectorEvent } from "../../src/model/events.js";
+import type { CanonicalGraph } from "../../src/model/graph.js";
+import { noopMetrics, type Stream } from "../../src/ports.js";
+import { type RunningService, startService } from "../../src/service.js";
+import { consumedTopics, type TopicNames, topicNames } from "../../src/topics.js";
+
+/** The environment a spec's projector runs with: its own topics and group, the shared servers. */
+export function testEnv(prefix: string, extra: Record<string, string> = {}): Record<string, string> {
+  const endpoints = inject("endpoints");
+  const id = `${prefix}-${randomUUID().slice(0, 8)}`;
+  return {
+    KAFKA_BROKERS: endpoints.kafkaBrokers.join(","),
+    NEO4J_URI: endpoints.neo4jUri,
+    NEO4J_USER: endpoints.neo4jUser,
+    NEO4J_PASSWORD: endpoints.neo4jPassword,
+    SCHEMA_REGISTRY_URL: endpoints.schemaRegistryUrl,
+    CONSUMER_GROUP: `group-${id}`,
+    TOPIC_REGISTRY_MUTATION: `${id}.registry-mutation`,
+    TOPIC_OUTCOME_CREATED: `${id}.outcome-created`,
+    TOPIC_ESCALATION_EDGE: `${id}.escalation-edge`,
+    TOPIC_PARTITIONS: "3",
+    METRICS_PORT: "0",
+    METRICS_HOST: "127.0.0.1",
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "warn",
+    LAG_REFRESH_MS: "1000",
+    RETRY_BACKOFF_MS: "100",
+    RETRY_BACKOFF_MAX_MS: "1000",
+    ...extra,
+  };
+}
+
+/** Kafka, registry and Neo4j clients for one spec, with the helpers specs share. */
+export class Harness {
+  readonly config: Config;
+  readonly names: TopicNames;
+  readonly kafka: Kafka;
+  readonly admin: Admin;
+  readonly registry: SchemaRegistry;
+  readonly driver: Driver;
+  readonly graph = (): ReturnType<typeof createGraphWriter> => createGraphWriter(this.driver, noopMetrics, 60_000);
+  private schemaIds: Record<Stream, number> | undefined;
+  private readonly producer;
+  private services: RunningService[] = [];
+
+  constructor(readonly env: Record<string, string>) {
+    this.config = loadConfig(env);
+    this.names = topicNames(this.config.topics);
+    this.kafka = new Kafka({
+      clientId: "test-harness",
+      brokers: [...this.config.kafka.brokers],
+      logLevel: logLevel.NOTHING,
+    });
+    this.admin = this.kafka.admin();
+    this.producer = this.kafka.producer({ allowAutoTopicCreation: false });
+    this.registry = new SchemaRegistry({ host: this.config.registry.url });
+    this.driver = neo4j.driver(
+      this.config.neo4j.uri,
+      neo4j.auth.basic(this.config.neo4j.user, this.config.neo4j.password ?? ""),
+    );
+  }
+
+  static async create(prefix: string, extra: Record<string, string> = {}): Promise<Harness> {
+    const harness = new Harness(testEnv(prefix, extra));
+    await harness.admin.connect();
+    await harness.producer.connect();
+    await ensureTopics(
+      harness.admin,
+      topicSpecs(harness.names, { partitions: harness.config.topics.partitions, replicationFactor: 1 }),
+    );
+    harness.schemaIds = await registerSchemas(harness.registry, harness.names.source);
+    return harness;
+  }
+
+  async publish(events: readonly ProjectorEvent[]): Promise<void> {
+    if (!this.schemaIds) throw new Error("harness not created with Harness.create");
+    await publishEvents(this.producer, this.registry, this.schemaIds, this.names, events);
+  }
+
+  async sendRaw(
+    topic: string,
+    messages: { key: string | null; value: Buffer | null; headers?: Record<string, string> }[],
+  ): Promise<void> {
+    await this.producer.send({ topic, acks: -1, messages });
+  }
+
+  async startProjector(extraEnv: Record<string, string> = {}): Promise<RunningService> {
+    const config = loadConfig({ ...this.env, ...extraEnv });
+    const service = await startService(config, createLogger(config.logLevel));
+    this.services.push(service);
+    return service;
+  }
+
+  /** Waits until the group has committed every record of the source and retry topics. */
+  async waitForCaughtUp(timeoutMs = 90_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    let last = "";
+    while (Date.now() < deadline) {
+      const lags = await fetchLag(this.admin, this.config.kafka.group, consumedTopics(this.names));
+      const behind = lags.filter((entry) => entry.lag > 0);
+      if (behind.length === 0) return;
+      last = JSON.stringify(behind);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    throw new Error(`projector did not catch up within ${timeoutMs} ms; lag: ${last}`);
+  }
+
+  async dump(): Promise<CanonicalGraph> {
+    return dumpGraph(this.graph(), this.config.neo4j.database);
+  }
+
+  async clearGraph(): Promise<void> {
+    await this.driver.executeQuery("MATCH (n) DETACH DELETE n", {}, { database: this.config.neo4j.database });
+  }
+
+  async stopProjectors(): Promise<void> {
+    for (const service of this.services) await service.stop("test done");
+    this.services = [];
+  }
+
+  async close(): Promise<void> {
+    await this.stopProjectors();
+    await this.producer.disconnect();
+    await this.admin.disconnect();
+    await this.driver.close();
+  }
+}
