@@ -25,6 +25,8 @@ export interface Decoder {
 export interface GraphWriter {
   apply(database: string, statements: readonly Statement[]): Promise<StatementResult[]>;
   read(database: string, cypher: string, params?: Record<string, unknown>): Promise<Record<string, unknown>[]>;
+  /** An auto-commit query, for `CALL { … } IN TRANSACTIONS` maintenance statements. */
+  runAutoCommit(database: string, cypher: string, params?: Record<string, unknown>): Promise<void>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }

@@ -72,7 +72,7 @@ export async function startService(
   const created = await ensureTopics(admin, ownTopics);
   if (created.length > 0) logger.info({ topics: created }, "created retry and dead-letter topics");
 
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 5, allowAutoTopicCreation: false });
+  const producer = kafka.producer({ allowAutoTopicCreation: false });
   await producer.connect();
   const sink = createRecordSink(producer, names, SERVICE_VERSION, (topic) => metrics.recordDeadLetterPublished(topic));
 

@@ -1,5 +1,8 @@
 import { Command } from "commander";
 import { SERVICE_VERSION } from "../version.js";
+import { registerDlq } from "./dlq.js";
+import { registerProduce } from "./produce.js";
+import { registerReplay } from "./replay.js";
 import { registerReport } from "./report.js";
 import { registerRun } from "./run.js";
 import { registerSetup } from "./setup.js";
@@ -14,5 +17,8 @@ const program = new Command()
 registerRun(program);
 registerSetup(program);
 registerReport(program);
+registerReplay(program);
+registerDlq(program);
+registerProduce(program);
 
 await program.parseAsync(process.argv);

@@ -66,6 +66,15 @@ export function createGraphWriter(driver: Driver, metrics: Metrics, txTimeoutMs:
       }
     },
 
+    async runAutoCommit(database: string, cypher: string, params: Record<string, unknown> = {}) {
+      const session = driver.session({ database, defaultAccessMode: neo4j.session.WRITE });
+      try {
+        await session.run(cypher, params);
+      } finally {
+        await session.close();
+      }
+    },
+
     async ping() {
       await driver.executeQuery("RETURN 1", {}, { routing: neo4j.routing.READ });
     },

@@ -1,0 +1,107 @@
+import type { Command } from "commander";
+import type { IHeaders } from "kafkajs";
+import { createKafka } from "../adapters/kafka/client.js";
+import { type ReadRecord, readTopicsToEnd } from "../adapters/kafka/read-topic.js";
+import { STREAMS } from "../model/schemas.js";
+import { HEADER } from "../pipeline/headers.js";
+import { topicNames } from "../topics.js";
+import { action, cliContext } from "./context.js";
+import { printRows } from "./output.js";
+
+function header(record: ReadRecord, name: string): string | undefined {
+  const value = record.message.headers?.[name];
+  const first = Array.isArray(value) ? value[0] : value;
+  return first === undefined ? undefined : first.toString();
+}
+
+function describe(record: ReadRecord) {
+  return {
+    dlq: `${record.topic}:${record.partition}:${record.message.offset}`,
+    source: `${header(record, HEADER.sourceTopic) ?? "?"}:${header(record, HEADER.sourcePartition) ?? "?"}:${header(record, HEADER.sourceOffset) ?? "?"}`,
+    key: record.message.key?.toString() ?? null,
+    reason: header(record, HEADER.errorClass) ?? "?",
+    message: header(record, HEADER.errorMessage) ?? "",
+  };
+}
+
+/** Headers to send back to the source: the original ones, without the projector's bookkeeping. */
+function originalHeaders(record: ReadRecord): IHeaders {
+  const headers: IHeaders = {};
+  for (const [name, value] of Object.entries(record.message.headers ?? {})) {
+    if (!name.startsWith("agp-") && value !== undefined) headers[name] = value;
+  }
+  return headers;
+}
+
+export function registerDlq(program: Command): void {
+  const dlq = program
+    .command("dlq")
+    .description("inspect dead-lettered records and re-drive them to their source topic");
+
+  dlq
+    .command("list")
+    .description("list dead-lettered records with their reasons")
+    .option("--reason <reason>", "only records dead-lettered for this reason")
+    .option("--json", "print JSON")
+    .action(
+      action(async (options: { reason?: string; json?: boolean }) => {
+        const { config, logger } = cliContext();
+        const names = topicNames(config.topics);
+        const rows: ReturnType<typeof describe>[] = [];
+        await readTopicsToEnd(
+          createKafka(config.kafka, logger),
+          STREAMS.map((s) => names.deadLetter[s]),
+          (record) => {
+            const row = describe(record);
+            if (!options.reason || row.reason === options.reason) rows.push(row);
+          },
+        );
+        printRows(rows, { json: options.json === true, empty: "no dead-lettered records" });
+      }),
+    );
+
+  dlq
+    .command("redrive")
+    .description("publish chosen dead-lettered records again to their source topic, after a fix")
+    .argument("[ids...]", "records to re-drive, as <dlq-topic>:<partition>:<offset> (from dlq list)")
+    .option("--reason <reason>", "re-drive every record dead-lettered for this reason")
+    .option("--all", "re-drive every dead-lettered record")
+    .action(
+      action(async (ids: string[], options: { reason?: string; all?: boolean }) => {
+        if (ids.length === 0 && !options.reason && !options.all)
+          throw new Error("name records to re-drive, or pass --reason or --all");
+        const { config, logger } = cliContext();
+        const kafka = createKafka(config.kafka, logger);
+        const names = topicNames(config.topics);
+        const wanted = new Set(ids);
+        const chosen: ReadRecord[] = [];
+        await readTopicsToEnd(
+          kafka,
+          STREAMS.map((s) => names.deadLetter[s]),
+          (record) => {
+            const row = describe(record);
+            if (options.all || wanted.has(row.dlq) || (options.reason && row.reason === options.reason))
+              chosen.push(record);
+          },
+        );
+        const producer = kafka.producer({ allowAutoTopicCreation: false });
+        await producer.connect();
+        try {
+          for (const record of chosen) {
+            const topic = header(record, HEADER.sourceTopic);
+            const source = STREAMS.find((s) => names.source[s] === topic || names.retry[s] === topic);
+            if (!source)
+              throw new Error(`record ${describe(record).dlq} names no known source topic (${topic ?? "none"})`);
+            await producer.send({
+              topic: names.source[source],
+              acks: -1,
+              messages: [{ key: record.message.key, value: record.message.value, headers: originalHeaders(record) }],
+            });
+          }
+        } finally {
+          await producer.disconnect();
+        }
+        process.stdout.write(`re-drove ${chosen.length} record(s) to their source topics\n`);
+      }),
+    );
+}
