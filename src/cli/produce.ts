@@ -81,10 +81,7 @@ export function registerProduce(program: Command): void {
         const names = topicNames(config.topics);
         const registry = createSchemaRegistry(config.registry);
         const ids = await registerSchemas(registry, names.source);
-        const producer = createKafka(config.kafka, logger).producer({
-          idempotent: true,
-          allowAutoTopicCreation: false,
-        });
+        const producer = createKafka(config.kafka, logger).producer({ allowAutoTopicCreation: false });
         await producer.connect();
         try {
           await publishEvents(producer, registry, ids, names, events);
