@@ -6,7 +6,7 @@ import type { TopicNames } from "../../topics.js";
 /**
  * Writes deferred records to their stream's retry topic and dead-lettered records to its dead-letter
  * topic, keeping the original key, value and headers and adding where the record came from and why.
- * The producer is idempotent with acks from all in-sync replicas: when send resolves, the records are
+ * The producer waits for acks from all in-sync replicas: when send resolves, the records are
  * as durable as the source they came from, so the source offset may be committed.
  */
 export function createRecordSink(
