@@ -1,9 +1,11 @@
 import { defineConfig } from "vitest/config";
 
-// Integration and end-to-end specs share one Neo4j (Community has one database) and one Kafka, so they
-// run one file at a time; each file isolates itself with its own topics and consumer group.
+// Integration and end-to-end specs share one Neo4j (Community has one database) and one Kafka, so
+// files run one at a time, across projects too; each file isolates itself with its own topics and
+// consumer group and starts from a clean graph.
 export default defineConfig({
   test: {
+    fileParallelism: false,
     projects: [
       {
         test: {

@@ -2,8 +2,8 @@ import type { Command } from "commander";
 import { resetOffsets } from "../adapters/kafka/admin.js";
 import { createKafka } from "../adapters/kafka/client.js";
 import { createDriver, createGraphWriter } from "../adapters/neo4j/graph-writer.js";
-import { WIPE_OBSERVED_MARKERS, WIPE_REGISTRY_NODES } from "../cypher/rebuild.js";
 import { STREAMS } from "../model/schemas.js";
+import { wipeForRebuild } from "../operations/rebuild.js";
 import { noopMetrics, type Stream } from "../ports.js";
 import { topicNames } from "../topics.js";
 import { action, type CliContext, cliContext } from "./context.js";
@@ -87,33 +87,26 @@ export function registerReplay(program: Command): void {
           throw new Error(
             "rebuild wipes the registry projection; pass --yes to confirm (stop every projector instance first)",
           );
-        const context = cliContext();
-        const { config, logger } = context;
-        // Refuse before wiping anything if the group is active.
+        const { config, logger } = cliContext();
         const admin = createKafka(config.kafka, logger).admin();
+        const driver = createDriver(config.neo4j);
         await admin.connect();
         try {
-          const [group] = (await admin.describeGroups([config.kafka.group])).groups;
-          if (group && group.members.length > 0) {
-            throw new Error(
-              `consumer group "${config.kafka.group}" has ${group.members.length} active member(s); stop every projector instance first`,
-            );
-          }
+          const graph = createGraphWriter(driver, noopMetrics, config.neo4j.txTimeoutMs);
+          const names = topicNames(config.topics);
+          const rewound = await wipeForRebuild(
+            graph,
+            admin,
+            config.kafka.group,
+            config.tenants.map((t) => t.database),
+            STREAMS.map((s) => names.source[s]),
+          );
+          process.stdout.write("wiped Agent, Workflow and Tool nodes and the :OBSERVED markers\n");
+          printRows(rewound, { title: `offsets of group "${config.kafka.group}" rewound` });
         } finally {
           await admin.disconnect();
-        }
-        const driver = createDriver(config.neo4j);
-        try {
-          const graph = createGraphWriter(driver, noopMetrics, config.neo4j.txTimeoutMs);
-          for (const database of new Set(config.tenants.map((t) => t.database))) {
-            await graph.runAutoCommit(database, WIPE_OBSERVED_MARKERS);
-            await graph.runAutoCommit(database, WIPE_REGISTRY_NODES);
-            process.stdout.write(`wiped Agent, Workflow, Tool nodes and :OBSERVED markers in ${database}\n`);
-          }
-        } finally {
           await driver.close();
         }
-        await reset(context, STREAMS, { earliest: true }, false);
         process.stdout.write("start the projector (agent-graph-projector run) to rebuild the graph from the topics\n");
       }),
     );
