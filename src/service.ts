@@ -2,7 +2,7 @@ import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { startHttpServer } from "./adapters/http/server.js";
 import { ensureTopics, fetchLag, topicSpecs } from "./adapters/kafka/admin.js";
-import { createKafka } from "./adapters/kafka/client.js";
+import { createKafka, createProducer } from "./adapters/kafka/client.js";
 import { createProjectorConsumer, type ProjectorConsumer } from "./adapters/kafka/consumer.js";
 import { createRecordSink } from "./adapters/kafka/record-sink.js";
 import { createPrometheusMetrics, type PrometheusMetrics } from "./adapters/metrics/prometheus.js";
@@ -72,7 +72,7 @@ export async function startService(
   const created = await ensureTopics(admin, ownTopics);
   if (created.length > 0) logger.info({ topics: created }, "created retry and dead-letter topics");
 
-  const producer = kafka.producer({ allowAutoTopicCreation: false });
+  const producer = createProducer(kafka);
   await producer.connect();
   const sink = createRecordSink(producer, names, SERVICE_VERSION, (topic) => metrics.recordDeadLetterPublished(topic));
 

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import type { IHeaders } from "kafkajs";
-import { createKafka } from "../adapters/kafka/client.js";
+import { createKafka, createProducer } from "../adapters/kafka/client.js";
 import { type ReadRecord, readTopicsToEnd } from "../adapters/kafka/read-topic.js";
 import { STREAMS } from "../model/schemas.js";
 import { HEADER } from "../pipeline/headers.js";
@@ -84,7 +84,7 @@ export function registerDlq(program: Command): void {
               chosen.push(record);
           },
         );
-        const producer = kafka.producer({ allowAutoTopicCreation: false });
+        const producer = createProducer(kafka);
         await producer.connect();
         try {
           for (const record of chosen) {

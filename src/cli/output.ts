@@ -15,7 +15,7 @@ export function printRows(
     return;
   }
   const head = Object.keys(rows[0] as object);
-  const table = new Table({ head, style: { head: [], border: [] } });
+  const table = new Table({ head, style: { head: [], border: [], compact: true } });
   for (const row of rows) table.push(head.map((key) => formatCell(row[key])));
   process.stdout.write(`${table.toString()}\n`);
 }

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import avro from "avsc";
 import type { Command } from "commander";
-import { createKafka } from "../adapters/kafka/client.js";
+import { createKafka, createProducer } from "../adapters/kafka/client.js";
 import { publishEvents } from "../adapters/kafka/event-publisher.js";
 import { createSchemaRegistry, registerSchemas } from "../adapters/registry/schema-registry.js";
 import type { ProjectorEvent } from "../model/events.js";
@@ -81,7 +81,7 @@ export function registerProduce(program: Command): void {
         const names = topicNames(config.topics);
         const registry = createSchemaRegistry(config.registry);
         const ids = await registerSchemas(registry, names.source);
-        const producer = createKafka(config.kafka, logger).producer({ allowAutoTopicCreation: false });
+        const producer = createProducer(createKafka(config.kafka, logger));
         await producer.connect();
         try {
           await publishEvents(producer, registry, ids, names, events);

@@ -4,6 +4,7 @@ import { type Admin, Kafka, logLevel } from "kafkajs";
 import neo4j, { type Driver } from "neo4j-driver";
 import { inject } from "vitest";
 import { ensureTopics, fetchLag, topicSpecs } from "../../src/adapters/kafka/admin.js";
+import { createProducer } from "../../src/adapters/kafka/client.js";
 import { publishEvents } from "../../src/adapters/kafka/event-publisher.js";
 import { dumpGraph } from "../../src/adapters/neo4j/dump.js";
 import { createGraphWriter } from "../../src/adapters/neo4j/graph-writer.js";
@@ -63,7 +64,7 @@ export class Harness {
       logLevel: logLevel.NOTHING,
     });
     this.admin = this.kafka.admin();
-    this.producer = this.kafka.producer({ allowAutoTopicCreation: false });
+    this.producer = createProducer(this.kafka);
     this.registry = new SchemaRegistry({ host: this.config.registry.url });
     this.driver = neo4j.driver(
       this.config.neo4j.uri,

@@ -1,4 +1,4 @@
-import { Kafka, type KafkaConfig, logLevel, type SASLOptions } from "kafkajs";
+import { Kafka, type KafkaConfig, logLevel, Partitioners, type Producer, type SASLOptions } from "kafkajs";
 import type { Config } from "../../config.js";
 import type { Logger } from "../../ports.js";
 
@@ -24,4 +24,12 @@ export function createKafka(config: Config["kafka"], logger: Logger): Kafka {
   };
   if (config.sasl) options.sasl = config.sasl as SASLOptions;
   return new Kafka(options);
+}
+
+/**
+ * Every producer of the project: the Java client's murmur2 partitioner, so a key lands on the same
+ * partition whichever client wrote it, and no topic is ever created by a write.
+ */
+export function createProducer(kafka: Kafka): Producer {
+  return kafka.producer({ allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner });
 }

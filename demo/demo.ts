@@ -1,0 +1,121 @@
+/**
+ * `npm run demo`: the projector end to end. Brings up the local stack unless KAFKA_BROKERS,
+ * NEO4J_URI and SCHEMA_REGISTRY_URL point at servers of your own; creates the topics; registers the
+ * schemas; publishes a realistic registry and runtime log; runs the projector until it has caught up;
+ * prints the §4 governance report; then keeps running as the service until Ctrl-C
+ * (`-- --exit-after-report` stops after the report; `-- --json` prints the report as JSON).
+ */
+import { parseArgs } from "node:util";
+import { ensureTopics, fetchLag, topicSpecs } from "../src/adapters/kafka/admin.js";
+import { createKafka, createProducer } from "../src/adapters/kafka/client.js";
+import { publishEvents } from "../src/adapters/kafka/event-publisher.js";
+import { createDriver, createGraphWriter } from "../src/adapters/neo4j/graph-writer.js";
+import { createSchemaRegistry, registerSchemas } from "../src/adapters/registry/schema-registry.js";
+import { printReport } from "../src/cli/report.js";
+import { loadConfig } from "../src/config.js";
+import { createLogger } from "../src/logger.js";
+import { noopMetrics } from "../src/ports.js";
+import { governanceReport } from "../src/report.js";
+import { startService } from "../src/service.js";
+import { consumedTopics, topicNames } from "../src/topics.js";
+import { demoEventLog } from "../src/workload/demo-log.js";
+
+const { values: flags } = parseArgs({
+  options: { "exit-after-report": { type: "boolean", default: false }, json: { type: "boolean", default: false } },
+});
+const say = (line: string) => process.stderr.write(`${line}\n`);
+
+async function main(): Promise<void> {
+  if (!(process.env.KAFKA_BROKERS && process.env.NEO4J_URI && process.env.SCHEMA_REGISTRY_URL)) {
+    say("bringing up the local stack (Kafka, schema registry, Neo4j) — the first time downloads from Maven Central…");
+    const { stackUp } = await import("../stack/api.js");
+    const up = await stackUp({ log: (line) => say(`  ${line}`) });
+    process.env.KAFKA_BROKERS = up.kafkaBrokers.join(",");
+    process.env.NEO4J_URI = up.neo4jUri;
+    process.env.NEO4J_USER = up.neo4jUser;
+    process.env.NEO4J_PASSWORD = up.neo4jPassword;
+    process.env.SCHEMA_REGISTRY_URL = up.schemaRegistryUrl;
+  }
+  const config = loadConfig(process.env);
+  const logger = createLogger(process.env.LOG_LEVEL ? config.logLevel : "warn");
+  const names = topicNames(config.topics);
+  const kafka = createKafka(config.kafka, logger);
+  const admin = kafka.admin();
+  await admin.connect();
+  await ensureTopics(
+    admin,
+    topicSpecs(names, { partitions: config.topics.partitions, replicationFactor: config.topics.replicationFactor }),
+  );
+  const registry = createSchemaRegistry(config.registry);
+  const schemaIds = await registerSchemas(registry, names.source);
+  say(
+    `topics ready (${Object.values(names.source).join(", ")}), schemas registered (ids ${Object.values(schemaIds).join(", ")})`,
+  );
+
+  const { log, revocation, events } = demoEventLog();
+  const producer = createProducer(kafka);
+  await producer.connect();
+  say(
+    `publishing ${log.registry.length} registry snapshots, ${log.outcomes.length} outcomes, ${log.escalations.length} escalations (with redelivered duplicates), then a revoking edit of ${revocation.agent_id}`,
+  );
+  await publishEvents(
+    producer,
+    registry,
+    schemaIds,
+    names,
+    events,
+    (n) => say(`  published ${n}/${events.length}`),
+    1000,
+  );
+  await producer.disconnect();
+
+  const service = await startService(config, logger);
+  const started = Date.now();
+  for (;;) {
+    const lags = await fetchLag(admin, config.kafka.group, consumedTopics(names));
+    const behind = lags.reduce((sum, entry) => sum + entry.lag, 0);
+    say(`  projecting… ${behind} record(s) to go (${((Date.now() - started) / 1000).toFixed(1)}s)`);
+    if (behind === 0 && service.consumer.isJoined()) break;
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+  say(`caught up in ${((Date.now() - started) / 1000).toFixed(1)}s`);
+
+  const driver = createDriver(config.neo4j);
+  const report = await governanceReport(
+    createGraphWriter(driver, noopMetrics, config.neo4j.txTimeoutMs),
+    config.tenants[0]?.database ?? config.neo4j.database,
+    config.terminalAgentIds,
+    { id: revocation.agent_id, limit: 10 },
+  );
+  await driver.close();
+  printReport(report, flags.json === true);
+  if (!flags.json) {
+    process.stdout.write(`
+Where to look next
+  metrics        http://127.0.0.1:${service.metricsPort}/metrics   (health: /healthz, /readyz)
+  Neo4j          ${config.neo4j.uri} as ${config.neo4j.user} (password in NEO4J_PASSWORD; the local stack prints it)
+  try in Cypher  MATCH (a:Agent {agent_id: '${revocation.agent_id}'})-[r]->(x) RETURN type(r), x, r
+                 MATCH p = (a:Agent)-[:CAN_ESCALATE_TO*1.. {declared: true}]->(t:Agent {agent_id: 'os-agt-001'}) RETURN p LIMIT 5
+  publish more   npx agent-graph-projector produce events.ndjson   (one JSON event a line, "type" names the topic)
+  the report     npx agent-graph-projector report --agent ${revocation.agent_id}
+`);
+  }
+  await admin.disconnect();
+  if (flags["exit-after-report"]) {
+    await service.stop("demo finished");
+    return;
+  }
+  say("the projector keeps running as the service; Ctrl-C stops it cleanly");
+  const stop = () => void service.stop("Ctrl-C");
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+  await service.done;
+}
+
+main().then(
+  () => process.exit(0),
+  (error) => {
+    say(`demo failed: ${error instanceof Error ? error.message : String(error)}`);
+    process.exit(1);
+  },
+);
