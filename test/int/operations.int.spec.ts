@@ -1,0 +1,148 @@
+import { spawn } from "node:child_process";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { generateEventLog, SMALL_WORKLOAD } from "../../src/workload/generate.js";
+import { Harness } from "../support/harness.js";
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const value = await probe().catch(() => undefined);
+    if (value !== undefined) return value;
+    await sleep(200);
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+/** Samples of one metric family from a Prometheus text exposition. */
+function samples(text: string, name: string): { labels: string; value: number }[] {
+  return text
+    .split("\n")
+    .filter((line) => line.startsWith(`${name}{`) || line.startsWith(`${name} `))
+    .map((line) => {
+      const space = line.lastIndexOf(" ");
+      return { labels: line.slice(name.length, space), value: Number(line.slice(space + 1)) };
+    });
+}
+
+describe("operating the service", () => {
+  let harness: Harness;
+  beforeAll(async () => {
+    harness = await Harness.create("ops");
+    await harness.clearGraph();
+  });
+  afterAll(() => harness?.close());
+
+  it("exposes lag, consumption, writes by pattern and result, Neo4j counters, batches, rebalances and process metrics", async () => {
+    const service = await harness.startProjector();
+    const log = generateEventLog(5, SMALL_WORKLOAD);
+    await harness.publish(log.registry);
+    await harness.waitForCaughtUp();
+    await harness.publish([...log.outcomes, ...log.escalations]);
+    await harness.waitForCaughtUp();
+    await harness.sendRaw(harness.names.source["outcome-created"], [{ key: "bad", value: Buffer.from("not avro") }]);
+    await harness.waitForCaughtUp();
+    await sleep(1500); // one lag refresh
+
+    const url = `http://127.0.0.1:${service.metricsPort}`;
+    const text = await (await fetch(`${url}/metrics`)).text();
+    const lag = samples(text, "agp_consumer_lag");
+    expect(lag.length).toBeGreaterThanOrEqual(6);
+    expect(lag.every((s) => s.value === 0)).toBe(true);
+    expect(samples(text, "agp_records_consumed_total").reduce((sum, s) => sum + s.value, 0)).toBeGreaterThanOrEqual(
+      log.registry.length + log.outcomes.length + log.escalations.length,
+    );
+    for (const pattern of ["3.1", "3.2", "3.3", "3.4", "outcome", "escalated-to"]) {
+      expect(
+        samples(text, "agp_writes_total").some(
+          (s) => s.labels.includes(`pattern="${pattern}"`) && s.labels.includes('result="applied"') && s.value > 0,
+        ),
+        pattern,
+      ).toBe(true);
+    }
+    expect(
+      samples(text, "agp_records_total").some(
+        (s) => s.labels.includes('result="dead-lettered"') && s.labels.includes('reason="not-avro"'),
+      ),
+    ).toBe(true);
+    expect(
+      samples(text, "agp_neo4j_updates_total").some(
+        (s) => s.labels.includes('update="relationships_created"') && s.value > 0,
+      ),
+    ).toBe(true);
+    expect(samples(text, "agp_redeliveries_absorbed_total")[0]?.value).toBeGreaterThan(0);
+    expect(samples(text, "agp_batch_duration_seconds_count").length).toBeGreaterThan(0);
+    expect(samples(text, "agp_batch_size_records_bucket").length).toBeGreaterThan(0);
+    expect(samples(text, "agp_rebalances_total")[0]?.value).toBeGreaterThanOrEqual(1);
+    expect(samples(text, "agp_transaction_retries_total")).toHaveLength(1);
+    expect(samples(text, "agp_last_applied_timestamp_seconds").length).toBe(3);
+    expect(samples(text, "agp_dead_letter_published_total")[0]?.value).toBe(1);
+    expect(samples(text, "agp_process_resident_memory_bytes")[0]?.value).toBeGreaterThan(0);
+
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    const ready = await fetch(`${url}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toMatchObject({ status: "ok", joined: true, neo4j: true, registry: true });
+    await harness.stopProjectors();
+  });
+
+  it("drops the lag series of partitions another instance took over", async () => {
+    const first = await harness.startProjector();
+    const url = `http://127.0.0.1:${first.metricsPort}/metrics`;
+    const before = await waitFor(
+      async () => {
+        const n = samples(await (await fetch(url)).text(), "agp_consumer_lag").length;
+        return n === 18 ? n : undefined;
+      },
+      30_000,
+      "lag series for all 18 partitions",
+    );
+    await harness.startProjector();
+    const after = await waitFor(
+      async () => {
+        const n = samples(await (await fetch(url)).text(), "agp_consumer_lag").length;
+        return n > 0 && n < before ? n : undefined;
+      },
+      60_000,
+      "fewer lag series after a rebalance",
+    );
+    expect(after).toBeLessThan(before);
+    await harness.stopProjectors();
+  });
+
+  it("SIGTERM stops the process cleanly: exit 0, the group left, no secret in the logs", async () => {
+    const secret = harness.env.NEO4J_PASSWORD as string;
+    const child = spawn(process.execPath, ["bin/agent-graph-projector.js", "run"], {
+      env: { ...process.env, ...harness.env, LOG_LEVEL: "debug", METRICS_PORT: "0" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    child.stdout.on("data", (chunk) => (output += chunk));
+    child.stderr.on("data", (chunk) => (output += chunk));
+    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    await waitFor(
+      async () => (output.includes('"msg":"projector running"') ? true : undefined),
+      60_000,
+      "the service to start",
+    );
+    const port = Number(/"metricsPort":(\d+)/.exec(output)?.[1]);
+    await waitFor(
+      async () => ((await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200 ? true : undefined),
+      60_000,
+      "readiness",
+    );
+
+    const signalled = Date.now();
+    child.kill("SIGTERM");
+    const code = await exited;
+    const seconds = (Date.now() - signalled) / 1000;
+    expect(code, output.slice(-2000)).toBe(0);
+    expect(seconds).toBeLessThan(25);
+    expect(output).toContain('"msg":"stopped"');
+    const [group] = (await harness.admin.describeGroups([harness.config.kafka.group])).groups;
+    expect(group?.members ?? []).toHaveLength(0);
+    expect(secret.length).toBeGreaterThan(0);
+    expect(output).not.toContain(secret);
+  });
+});
