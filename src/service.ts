@@ -13,6 +13,8 @@ import { errorMessage } from "./errors.js";
 import type { AppLogger } from "./logger.js";
 import type { BatchDeps } from "./pipeline/process-batch.js";
 import { type Clock, systemClock } from "./ports.js";
+import { DRIFT_KINDS } from "./reconcile/drift.js";
+import { reconcileRegistry } from "./reconcile/reconcile.js";
 import { consumedTopics, roleOfTopic, topicNames } from "./topics.js";
 import { SERVICE_VERSION } from "./version.js";
 
@@ -167,6 +169,36 @@ export async function startService(
   };
   const lagTimer = setInterval(refreshLag, config.lagRefreshMs);
 
+  // §5's scheduled reconciliation, when enabled: report drift as a gauge; repairs stay a human decision.
+  const reconcileTimer =
+    config.reconcileIntervalMs > 0
+      ? setInterval(async () => {
+          for (const route of config.tenants) {
+            try {
+              const result = await reconcileRegistry({
+                kafka,
+                topic: names.source["registry-mutation"],
+                decoder,
+                graph,
+                database: route.database,
+                tenantId: route.tenantId,
+                rules: batchDeps.rules,
+                repair: false,
+              });
+              const counts = new Map<string, number>();
+              for (const item of result.drift) counts.set(item.kind, (counts.get(item.kind) ?? 0) + 1);
+              for (const kind of DRIFT_KINDS) metrics.setDrift(kind, counts.get(kind) ?? 0);
+              logger.info(
+                { tenant: route.tenantId, agents: result.agents, drift: result.drift.length },
+                "reconciliation done",
+              );
+            } catch (error) {
+              logger.warn({ tenant: route.tenantId, error: errorMessage(error) }, "reconciliation failed");
+            }
+          }
+        }, config.reconcileIntervalMs)
+      : undefined;
+
   await consumer.start();
   logger.info(
     { group: config.kafka.group, topics: lagTopics, metricsPort, version: SERVICE_VERSION },
@@ -187,6 +219,7 @@ export async function startService(
     stopping ??= (async () => {
       logger.info({ reason }, "stopping: no new fetches, committing what was applied, leaving the group");
       clearInterval(lagTimer);
+      if (reconcileTimer) clearInterval(reconcileTimer);
       await consumer.stop().catch((error) => logger.warn({ error: errorMessage(error) }, "consumer stop failed"));
       await producer.disconnect().catch(() => {});
       await admin.disconnect().catch(() => {});

@@ -2,6 +2,7 @@ import { Command } from "commander";
 import { SERVICE_VERSION } from "../version.js";
 import { registerDlq } from "./dlq.js";
 import { registerProduce } from "./produce.js";
+import { registerReconcile } from "./reconcile.js";
 import { registerReplay } from "./replay.js";
 import { registerReport } from "./report.js";
 import { registerRun } from "./run.js";
@@ -18,6 +19,7 @@ registerRun(program);
 registerSetup(program);
 registerReport(program);
 registerReplay(program);
+registerReconcile(program);
 registerDlq(program);
 registerProduce(program);
 

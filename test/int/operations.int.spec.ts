@@ -146,3 +146,56 @@ describe("operating the service", () => {
     expect(output).not.toContain(secret);
   });
 });
+
+describe("reconcile (§5 scheduled reconciliation, built)", () => {
+  let harness: Harness;
+  beforeAll(async () => {
+    harness = await Harness.create("reconcile");
+    await harness.clearGraph();
+  });
+  afterAll(() => harness?.close());
+
+  it("finds drift between the registry topic and the graph, and --repair removes it", async () => {
+    const { reconcileRegistry } = await import("../../src/reconcile/reconcile.js");
+    const { createAvroDecoder } = await import("../../src/adapters/registry/schema-registry.js");
+    const { referenceGraph } = await import("../support/reference-model.js");
+    const { diffGraphs } = await import("../../src/model/graph.js");
+    const log = generateEventLog(77, SMALL_WORKLOAD);
+    await harness.startProjector();
+    await harness.publish(log.registry);
+    await harness.waitForCaughtUp();
+    await harness.stopProjectors();
+    const run = (repair: boolean) =>
+      reconcileRegistry({
+        kafka: harness.kafka,
+        topic: harness.names.source["registry-mutation"],
+        decoder: createAvroDecoder(harness.registry),
+        graph: harness.graph(),
+        database: "neo4j",
+        tenantId: "default",
+        rules: { servedTenants: new Set(["default"]), maxListLength: 1000 },
+        repair,
+      });
+    expect((await run(false)).drift).toEqual([]);
+
+    // Tamper with the projection the way a stray write or a lost update would.
+    await harness.driver.executeQuery(
+      "MATCH (:Agent {agent_id: 'os-agt-001'})-[r:CAN_ESCALATE_TO|AUTHORIZED_FOR]->() DELETE r",
+    );
+    await harness.driver.executeQuery("MATCH (a:Agent {agent_id: 'os-agt-004'}) SET a.name = 'renamed by hand'");
+    await harness.driver.executeQuery(
+      "MATCH (a:Agent) WHERE a.agent_id STARTS WITH 'fin' MATCH (t:Tool {tool_id: 'tool-0'}) MERGE (a)-[:AUTHORIZED_FOR]->(t)",
+    );
+    const found = await run(false);
+    const kinds = new Set(found.drift.map((d) => d.kind));
+    expect(kinds).toContain("property");
+    expect(kinds).toContain("extra-authorization");
+    expect(found.drift.some((d) => d.agent_id === "os-agt-004" && d.detail.startsWith("name:"))).toBe(true);
+
+    const repaired = await run(true);
+    expect(repaired.repaired).toBeGreaterThan(0);
+    expect((await run(false)).drift).toEqual([]);
+    const registryOnly = referenceGraph(log.registry);
+    expect(diffGraphs(registryOnly, await harness.dump())).toEqual([]);
+  });
+});

@@ -17,7 +17,10 @@ export function createKafka(config: Config["kafka"], logger: Logger): Kafka {
       ({ level, log }) => {
         const { message, ...fields } = log;
         const entry = { component: "kafkajs", ...fields };
-        if (level === logLevel.ERROR) logger.error(entry, String(message));
+        // A rebalance makes kafkajs log every in-flight heartbeat as an error; it is routine.
+        const routine = /rebalanc/i.test(String((fields as { error?: unknown }).error ?? ""));
+        if (level === logLevel.ERROR && !routine) logger.error(entry, String(message));
+        else if (routine) logger.info(entry, String(message));
         else if (level === logLevel.WARN) logger.warn(entry, String(message));
         else logger.debug(entry, String(message));
       },

@@ -1,0 +1,58 @@
+import type { Command } from "commander";
+import { createKafka } from "../adapters/kafka/client.js";
+import { createDriver, createGraphWriter } from "../adapters/neo4j/graph-writer.js";
+import { createAvroDecoder, createSchemaRegistry } from "../adapters/registry/schema-registry.js";
+import { noopMetrics } from "../ports.js";
+import { reconcileRegistry } from "../reconcile/reconcile.js";
+import { action, cliContext } from "./context.js";
+import { printRows } from "./output.js";
+
+export function registerReconcile(program: Command): void {
+  program
+    .command("reconcile")
+    .description(
+      "diff the compacted registry topic against the Agent/Workflow/Tool projection (§5); --repair re-applies §3.1/§3.2 for drifted agents",
+    )
+    .option("--repair", "re-apply the registry projection for every drifted agent")
+    .option("--json", "print JSON")
+    .action(
+      action(async (options: { repair?: boolean; json?: boolean }) => {
+        const { config, logger } = cliContext();
+        const driver = createDriver(config.neo4j);
+        try {
+          let total = 0;
+          for (const route of config.tenants) {
+            const result = await reconcileRegistry({
+              kafka: createKafka(config.kafka, logger),
+              topic: config.topics.registryMutation,
+              decoder: createAvroDecoder(createSchemaRegistry(config.registry)),
+              graph: createGraphWriter(driver, noopMetrics, config.neo4j.txTimeoutMs),
+              database: route.database,
+              tenantId: route.tenantId,
+              rules: {
+                servedTenants: new Set(config.tenants.map((t) => t.tenantId)),
+                maxListLength: config.limits.maxListLength,
+              },
+              repair: options.repair === true,
+            });
+            total += result.drift.length;
+            if (options.json) {
+              process.stdout.write(`${JSON.stringify({ tenant: route.tenantId, ...result }, null, 2)}\n`);
+              continue;
+            }
+            printRows(
+              result.drift.map((d) => ({ ...d })),
+              {
+                title: `tenant ${route.tenantId}: ${result.agents} registered agent(s), ${result.drift.length} difference(s)${result.unreadable ? `, ${result.unreadable} unreadable record(s) skipped` : ""}`,
+                empty: "the graph matches the registry",
+              },
+            );
+            if (result.repaired > 0) process.stdout.write(`repaired ${result.repaired} agent(s)\n`);
+          }
+          if (total > 0 && !options.repair) process.exitCode = 3;
+        } finally {
+          await driver.close();
+        }
+      }),
+    );
+}

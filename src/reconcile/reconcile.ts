@@ -1,0 +1,88 @@
+import type { Kafka } from "kafkajs";
+import { readTopicsToEnd } from "../adapters/kafka/read-topic.js";
+import { REGISTRY_PROJECTION_STATE } from "../cypher/reconcile.js";
+import type { RegistryEvent } from "../model/events.js";
+import { Rejection } from "../model/fate.js";
+import { type ValidationRules, validateRegistrySnapshot, validateRegistryTombstone } from "../model/validate.js";
+import { HEADER } from "../pipeline/headers.js";
+import type { Decoder, GraphWriter } from "../ports.js";
+import { projectRegistry } from "../projection/registry.js";
+import { type AgentState, type Drift, diffRegistry, registryState } from "./drift.js";
+
+export interface ReconcileResult {
+  readonly agents: number;
+  readonly drift: readonly Drift[];
+  readonly unreadable: number;
+  readonly repaired: number;
+}
+
+/**
+ * Reads the compacted registry topic into the registry's current state, diffs it against the graph's
+ * Agent/Workflow/Tool projection and, with `repair`, re-applies §3.1/§3.2 for every drifted agent (the
+ * version guard lets an equal version through, so the repair is the projection itself).
+ */
+export async function reconcileRegistry(options: {
+  kafka: Kafka;
+  topic: string;
+  decoder: Decoder;
+  graph: GraphWriter;
+  database: string;
+  tenantId: string;
+  rules: ValidationRules;
+  repair: boolean;
+}): Promise<ReconcileResult> {
+  const raw: { key: Buffer | null; value: Buffer | null; tenant: string }[] = [];
+  await readTopicsToEnd(options.kafka, [options.topic], ({ message }) => {
+    const header = message.headers?.[HEADER.tenantId];
+    raw.push({ key: message.key, value: message.value, tenant: header ? String(header) : options.tenantId });
+  });
+  const events: RegistryEvent[] = [];
+  let unreadable = 0;
+  for (const record of raw) {
+    let event: RegistryEvent | Rejection;
+    if (record.value === null) {
+      event = validateRegistryTombstone(record.key?.toString() ?? null, record.tenant, options.rules);
+    } else {
+      const decoded = await options.decoder.decode("registry-mutation", record.value);
+      event = decoded instanceof Rejection ? decoded : validateRegistrySnapshot(decoded, options.rules);
+    }
+    if (event instanceof Rejection) unreadable += 1;
+    else if (event.tenant_id === options.tenantId) events.push(event);
+  }
+  const registry = registryState(events);
+  const actual = await readProjection(options.graph, options.database);
+  const drift = diffRegistry(new Map([...registry].map(([id, { state }]) => [id, state])), actual);
+
+  let repaired = 0;
+  if (options.repair && drift.length > 0) {
+    const drifted = [...new Set(drift.map((d) => d.agent_id))].flatMap((id) => {
+      const entry = registry.get(id);
+      return entry ? [entry.latest] : [];
+    });
+    const plan = projectRegistry(drifted.map((event, i) => ({ i, event })));
+    await options.graph.apply(options.database, plan.statements);
+    repaired = drifted.length;
+  }
+  return { agents: registry.size, drift, unreadable, repaired };
+}
+
+async function readProjection(graph: GraphWriter, database: string): Promise<Map<string, AgentState>> {
+  const rows = await graph.read(database, REGISTRY_PROJECTION_STATE);
+  return new Map(
+    rows.map((row) => {
+      const props = row.props as Record<string, string | number | null>;
+      const state: AgentState = {
+        agent_id: String(row.agent_id),
+        props: Object.fromEntries(
+          ["name", "family", "owner", "decision_scope", "status", "registry_version"].map((k) => [k, props[k] ?? null]),
+        ),
+        tools: new Map((row.tools as [string, string][]).map(([id, name]) => [id, name])),
+        workflows: new Map(
+          (row.workflows as [string, string, string, string][]).map(([id, ...rest]) => [id, JSON.stringify(rest)]),
+        ),
+        declared: new Set(row.declared as string[]),
+      };
+      return [state.agent_id, state];
+    }),
+  );
+}
