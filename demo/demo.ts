@@ -6,6 +6,7 @@
  * (`-- --exit-after-report` stops after the report; `-- --json` prints the report as JSON).
  */
 import { parseArgs } from "node:util";
+import { pino } from "pino";
 import { ensureTopics, fetchLag, topicSpecs } from "../src/adapters/kafka/admin.js";
 import { createKafka, createProducer } from "../src/adapters/kafka/client.js";
 import { publishEvents } from "../src/adapters/kafka/event-publisher.js";
@@ -37,7 +38,8 @@ async function main(): Promise<void> {
     process.env.SCHEMA_REGISTRY_URL = up.schemaRegistryUrl;
   }
   const config = loadConfig(process.env);
-  const logger = createLogger(process.env.LOG_LEVEL ? config.logLevel : "warn");
+  // Progress and logs go to stderr: stdout carries only the report.
+  const logger = createLogger(process.env.LOG_LEVEL ? config.logLevel : "warn", pino.destination(2));
   const names = topicNames(config.topics);
   const kafka = createKafka(config.kafka, logger);
   const admin = kafka.admin();

@@ -1,3 +1,4 @@
+import { pino } from "pino";
 import { type Config, ConfigError, loadConfig } from "../config.js";
 import { type AppLogger, createLogger } from "../logger.js";
 
@@ -6,11 +7,14 @@ export interface CliContext {
   readonly logger: AppLogger;
 }
 
-/** Loads the configuration once; a bad key ends the command with a message naming it. */
-export function cliContext(): CliContext {
+/**
+ * Loads the configuration once; a bad key ends the command with a message naming it. The service logs
+ * JSON to stdout; one-shot commands log to stderr, so their tables and `--json` output stay clean.
+ */
+export function cliContext(logsTo: "stdout" | "stderr" = "stderr"): CliContext {
   try {
     const config = loadConfig(process.env);
-    return { config, logger: createLogger(config.logLevel) };
+    return { config, logger: createLogger(config.logLevel, logsTo === "stderr" ? pino.destination(2) : undefined) };
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`configuration error: ${error.message}\n`);

@@ -12,7 +12,7 @@ export function registerRun(program: Command): void {
     .description("run the projector: consume the three topics and project them into Neo4j")
     .action(
       action(async () => {
-        const { config, logger } = cliContext();
+        const { config, logger } = cliContext("stdout");
         const service = await startService(config, logger);
         const onSignal = (signal: NodeJS.Signals) => {
           const timer = setTimeout(() => {

@@ -1,5 +1,5 @@
 import fc from "fast-check";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { ProjectorEvent } from "../../src/model/events.js";
 import { diffGraphs } from "../../src/model/graph.js";
 import { generateEventLog, SMALL_WORKLOAD } from "../../src/workload/generate.js";
@@ -36,6 +36,7 @@ describe("convergence for any arrival order, on real servers", () => {
       RETRY_MAX_ATTEMPTS: "200",
     });
   });
+  afterEach(() => harness.stopProjectors());
   afterAll(() => harness?.close());
 
   it("escalations first, then outcomes, then the registry: the worst order", async () => {

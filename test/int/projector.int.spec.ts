@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { resetOffsets } from "../../src/adapters/kafka/admin.js";
 import { CONSTRAINT_NAMES } from "../../src/cypher/s6-constraints.js";
 import type { ProjectorEvent } from "../../src/model/events.js";
@@ -24,6 +24,7 @@ describe("the projector on real Kafka, registry and Neo4j", () => {
     harness = await Harness.create("projector");
     await harness.clearGraph();
   });
+  afterEach(() => harness.stopProjectors());
   afterAll(() => harness?.close());
 
   it("creates the §6 constraints at start-up, before any write", async () => {
