@@ -1,0 +1,93 @@
+import avro from "avsc";
+import { describe, expect, it } from "vitest";
+import { createAvroDecoder } from "../../src/adapters/registry/schema-registry.js";
+import { TransientError } from "../../src/errors.js";
+import { Rejection } from "../../src/model/fate.js";
+import { readerSchema } from "../../src/model/schemas.js";
+
+const outcome = {
+  event_id: "e",
+  tenant_id: "default",
+  outcome_id: "o",
+  agent_id: "fin-agt-001",
+  status: "ok",
+  correlation_id: null,
+  created_at: 5,
+};
+const frame = (id: number, body: Buffer) => Buffer.concat([Buffer.from([0, 0, 0, 0, id]), body]);
+
+/** The decoder over an in-memory schema lookup: framing, caching by id, and how lookup failures are classed. */
+function decoderWith(schemas: Map<number, avro.Type>, failure?: unknown) {
+  let lookups = 0;
+  const registry = {
+    async getSchema(id: number) {
+      lookups += 1;
+      if (failure) throw failure;
+      const schema = schemas.get(id);
+      if (!schema) throw Object.assign(new Error(`Schema ${id} not found`), { status: 404 });
+      return schema;
+    },
+  };
+  return { decoder: createAvroDecoder(registry as never), lookups: () => lookups };
+}
+
+describe("the Avro decoder", () => {
+  const reader = avro.Type.forSchema(readerSchema("outcome-created") as avro.Schema);
+
+  it("decodes through our reader schema and asks the registry once per schema id", async () => {
+    const { decoder, lookups } = decoderWith(new Map([[7, reader]]));
+    for (let n = 0; n < 3; n++)
+      expect(await decoder.decode("outcome-created", frame(7, reader.toBuffer(outcome)))).toEqual(outcome);
+    expect(lookups()).toBe(1);
+  });
+
+  it("reads a newer writer schema with an extra optional field", async () => {
+    const schema = readerSchema("outcome-created");
+    const writer = avro.Type.forSchema({
+      ...schema,
+      fields: [...(schema.fields as object[]), { name: "priority", type: ["null", "string"], default: null }],
+    } as avro.Schema);
+    const { decoder } = decoderWith(new Map([[8, writer]]));
+    expect(
+      await decoder.decode("outcome-created", frame(8, writer.toBuffer({ ...outcome, priority: "high" }))),
+    ).toEqual(outcome);
+  });
+
+  it.each([
+    ["no magic byte", Buffer.from("hello world"), "not-avro"],
+    ["too short", Buffer.from([0, 0]), "not-avro"],
+    ["unknown id", frame(99, Buffer.from([1])), "unknown-schema-id"],
+    ["truncated body", frame(7, reader.toBuffer(outcome).subarray(0, 4)), "undecodable"],
+    ["trailing bytes", frame(7, Buffer.concat([reader.toBuffer(outcome), Buffer.from([1, 2, 3])])), "undecodable"],
+  ])("rejects %s as %s", async (_name, bytes, reason) => {
+    const { decoder } = decoderWith(new Map([[7, reader]]));
+    const result = await decoder.decode("outcome-created", bytes);
+    expect(result).toBeInstanceOf(Rejection);
+    expect((result as Rejection).reason).toBe(reason);
+  });
+
+  it("rejects a writer schema that cannot resolve to ours, once, and caches the verdict", async () => {
+    const schema = readerSchema("outcome-created");
+    const writer = avro.Type.forSchema({
+      ...schema,
+      fields: (schema.fields as { name: string }[]).filter((f) => f.name !== "agent_id"),
+    } as avro.Schema);
+    const { decoder, lookups } = decoderWith(new Map([[9, writer]]));
+    const { agent_id: _drop, ...rest } = outcome;
+    for (let n = 0; n < 2; n++)
+      expect((await decoder.decode("outcome-created", frame(9, writer.toBuffer(rest)))) as Rejection).toMatchObject({
+        reason: "schema-mismatch",
+      });
+    expect(lookups()).toBe(1);
+  });
+
+  it("throws a TransientError when the registry cannot be reached, so the partition pauses", async () => {
+    const { decoder } = decoderWith(
+      new Map(),
+      Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" }),
+    );
+    await expect(decoder.decode("outcome-created", frame(7, reader.toBuffer(outcome)))).rejects.toBeInstanceOf(
+      TransientError,
+    );
+  });
+});

@@ -1,0 +1,177 @@
+import { describe, expect, it } from "vitest";
+import type { Statement, StatementResult } from "../../src/cypher/statement.js";
+import { NO_WRITES } from "../../src/cypher/statement.js";
+import { Rejection } from "../../src/model/fate.js";
+import { HEADER } from "../../src/pipeline/headers.js";
+import { type BatchDeps, processBatch } from "../../src/pipeline/process-batch.js";
+import { noopMetrics, type SinkItem, type SourceRecord } from "../../src/ports.js";
+
+/**
+ * The batch pipeline with in-memory ports: a decoder that reads JSON, a graph whose PRODUCED
+ * statement finds no agent (so every outcome is deferred), and a sink that records what it is handed.
+ */
+function deps(overrides: Partial<BatchDeps> = {}) {
+  const sent: SinkItem[] = [];
+  const statements: Statement[][] = [];
+  const base: BatchDeps = {
+    decoder: {
+      async decode(_stream, value) {
+        try {
+          return JSON.parse(value.toString()) as Record<string, unknown>;
+        } catch {
+          return new Rejection("undecodable", "not JSON");
+        }
+      },
+    },
+    graph: {
+      async apply(_database, batch) {
+        statements.push([...batch]);
+        return batch.map((s): StatementResult => ({ name: s.name, records: [], counters: NO_WRITES }));
+      },
+      read: async () => [],
+      runAutoCommit: async () => {},
+      ping: async () => {},
+      close: async () => {},
+    },
+    sink: { send: async (items) => void sent.push(...items) },
+    metrics: noopMetrics,
+    clock: { now: () => 1_000_000 },
+    logger: { info() {}, warn() {}, error() {}, debug() {} },
+    rules: { servedTenants: new Set(["default"]), maxListLength: 10 },
+    databases: new Map([["default", "neo4j"]]),
+    defaultTenant: "default",
+    retry: { maxAttempts: 3, maxAgeMs: 60_000, backoffMs: 100, backoffMaxMs: 1000 },
+    ...overrides,
+  };
+  return { deps: base, sent, statements };
+}
+
+const outcomeRecord = (offset: number, headers: Record<string, string> = {}, body?: string): SourceRecord => ({
+  topic: "outcome-created",
+  partition: 0,
+  offset: String(offset),
+  timestamp: "1700000000000",
+  key: Buffer.from(`o-${offset}`),
+  value: Buffer.from(
+    body ??
+      JSON.stringify({
+        event_id: `e${offset}`,
+        tenant_id: "default",
+        outcome_id: `o-${offset}`,
+        agent_id: "fin-agt-001",
+        status: "ok",
+        correlation_id: null,
+        created_at: 1,
+      }),
+  ),
+  headers: Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, Buffer.from(v)])),
+});
+
+describe("processBatch", () => {
+  it("defers a record whose preconditions failed, with attempt, backoff and first-seen time", async () => {
+    const { deps: d, sent } = deps();
+    const summary = await processBatch("outcome-created", [outcomeRecord(0)], d);
+    expect(summary).toMatchObject({ deferred: 1 });
+    expect(sent).toEqual([
+      expect.objectContaining({
+        kind: "retry",
+        attempt: 1,
+        notBefore: 1_000_100,
+        firstSeen: 1_000_000,
+        reason: "agent-missing",
+      }),
+    ]);
+  });
+
+  it("backs off exponentially and dead-letters past the attempt bound", async () => {
+    const { deps: d, sent } = deps();
+    await processBatch(
+      "outcome-created",
+      [outcomeRecord(0, { [HEADER.attempt]: "1", [HEADER.firstSeen]: "999000" })],
+      d,
+    );
+    expect(sent[0]).toMatchObject({ kind: "retry", attempt: 2, notBefore: 1_000_200, firstSeen: 999_000 });
+    await processBatch("outcome-created", [outcomeRecord(1, { [HEADER.attempt]: "2" })], d);
+    expect(sent[1]).toMatchObject({
+      kind: "dead-letter",
+      fate: { kind: "dead-lettered", reason: "precondition-timeout" },
+    });
+  });
+
+  it("dead-letters past the age bound whatever the attempt count", async () => {
+    const { deps: d, sent } = deps();
+    await processBatch(
+      "outcome-created",
+      [outcomeRecord(0, { [HEADER.attempt]: "1", [HEADER.firstSeen]: String(1_000_000 - 60_000) })],
+      d,
+    );
+    expect(sent[0]).toMatchObject({ kind: "dead-letter", fate: { reason: "precondition-timeout" } });
+  });
+
+  it("dead-letters a poison record and still applies its neighbours in the same transaction", async () => {
+    const { deps: d, sent, statements } = deps();
+    const summary = await processBatch(
+      "outcome-created",
+      [outcomeRecord(0), outcomeRecord(1, {}, "{not json"), outcomeRecord(2)],
+      d,
+    );
+    expect(summary).toMatchObject({ deferred: 2, "dead-lettered": 1 });
+    expect(statements).toHaveLength(1);
+    expect(statements[0]?.[0]?.params.rows.map((row) => row.outcome_id)).toEqual(["o-0", "o-2"]);
+    expect(sent.find((item) => item.kind === "dead-letter")).toMatchObject({
+      record: { offset: "1" },
+      fate: { reason: "undecodable" },
+    });
+  });
+
+  it("lets an infrastructure failure escape, so the caller pauses instead of acknowledging", async () => {
+    const { deps: d, sent } = deps({
+      graph: {
+        apply: async () => {
+          throw Object.assign(new Error("connection refused"), { code: "ServiceUnavailable" });
+        },
+        read: async () => [],
+        runAutoCommit: async () => {},
+        ping: async () => {},
+        close: async () => {},
+      },
+    });
+    await expect(processBatch("outcome-created", [outcomeRecord(0)], d)).rejects.toThrow("connection refused");
+    expect(sent).toEqual([]);
+  });
+
+  it("routes each tenant to its database and dead-letters tenants it does not serve", async () => {
+    const databases: string[] = [];
+    const { deps: d, sent } = deps({
+      databases: new Map([
+        ["default", "neo4j"],
+        ["acme", "acmedb"],
+      ]),
+      rules: { servedTenants: new Set(["default", "acme"]), maxListLength: 10 },
+    });
+    const apply = d.graph.apply;
+    d.graph.apply = async (database, batch) => {
+      databases.push(database);
+      return apply(database, batch);
+    };
+    const record = (offset: number, tenant: string) =>
+      outcomeRecord(
+        offset,
+        {},
+        JSON.stringify({
+          event_id: "e",
+          tenant_id: tenant,
+          outcome_id: `o${offset}`,
+          agent_id: "fin-agt-001",
+          status: "ok",
+          correlation_id: null,
+          created_at: 1,
+        }),
+      );
+    await processBatch("outcome-created", [record(0, "default"), record(1, "acme"), record(2, "initech")], d);
+    expect(databases.sort()).toEqual(["acmedb", "neo4j"]);
+    expect(sent.filter((item) => item.kind === "dead-letter")).toEqual([
+      expect.objectContaining({ fate: expect.objectContaining({ reason: "unserved-tenant" }) }),
+    ]);
+  });
+});
