@@ -57,7 +57,12 @@ export function parseEventFile(text: string): ProjectorEvent[] {
     for (const field of ["occurred_at", "created_at", "observed_at"]) {
       if (typeof fields[field] === "string") fields[field] = Date.parse(fields[field] as string);
     }
-    const value = schema.clone(fields, { wrapUnions: false }) as Record<string, unknown>;
+    // Optional fields may be left out: fill in their schema defaults before checking.
+    const value: Record<string, unknown> = { ...fields };
+    for (const field of (schema as avro.types.RecordType).fields) {
+      if (value[field.name] === undefined && field.defaultValue() !== undefined)
+        value[field.name] = field.defaultValue();
+    }
     const paths: string[] = [];
     if (!schema.isValid(value, { errorHook: (path) => paths.push(path.join(".")) })) {
       problems.push(`#${n + 1}: invalid ${stream} event at ${paths.join(", ") || "(root)"}`);
