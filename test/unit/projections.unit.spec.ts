@@ -27,7 +27,7 @@ describe("projectRegistry", () => {
     );
     expect(plan.statements.map((s) => s.name)).toEqual(["3.1", "3.2"]);
     // §3.2 runs over the same rows as §3.1, in the same transaction.
-    expect(plan.statements[1]?.params).toBe(plan.statements[0]?.params);
+    expect(plan.statements[1]?.params).toEqual(plan.statements[0]?.params);
     expect(plan.statements.slice(0, 1).map(({ name, params }) => ({ name, params }))).toMatchInlineSnapshot(`
       [
         {
