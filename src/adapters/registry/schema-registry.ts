@@ -1,5 +1,6 @@
 import { COMPATIBILITY, SchemaRegistry, SchemaType } from "@kafkajs/confluent-schema-registry";
 import avro from "avsc";
+import { TimeoutMiddleware } from "mappersmith/middleware/timeout";
 import type { Config } from "../../config.js";
 import { TransientError } from "../../errors.js";
 import { Rejection } from "../../model/fate.js";
@@ -9,11 +10,17 @@ import type { Decoder, Stream } from "../../ports.js";
 const MAGIC_BYTE = 0;
 const HEADER_BYTES = 5;
 
-export function createSchemaRegistry(config: Config["registry"]): SchemaRegistry {
+/**
+ * The registry client. Every request has a deadline: a registry that accepts connections but never
+ * answers must surface as a transient failure (the partition pauses and retries), not hang a batch.
+ */
+export function createSchemaRegistry(config: Config["registry"], timeoutMs = 5_000): SchemaRegistry {
   return new SchemaRegistry({
     host: config.url,
     ...(config.auth ? { auth: config.auth } : {}),
     retry: { retries: 2, maxRetryTimeInSecs: 2 },
+    // The client and this import see mappersmith through different (CJS/ESM) type declarations.
+    middlewares: [TimeoutMiddleware(timeoutMs) as never],
   });
 }
 
