@@ -1,0 +1,579 @@
+/**
+ * `npm run bench`: the projector's benchmark. Generates a seeded workload, publishes it Avro-encoded
+ * through the registry to six-partition topics before any clock starts, then measures, on the same
+ * data in one run:
+ *   - the ceiling: the projector's own batched statements sent straight to Neo4j (best of a sweep);
+ *   - the baseline: one record per transaction with the spec's per-record Cypher (on a sample);
+ *   - the projector as 1, 2 and 3 `agent-graph-projector run` child processes in one group, from the
+ *     first fetch to zero lag: records/s overall and per topic, batch latency, peak RSS, transactions;
+ *   - a soak at a steady produce rate: RSS and lag every 10 s, and their trend.
+ * Results go to bench/results/<timestamp>.json and bench/results/latest.svg (bench/README.md).
+ */
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import neo4j from "neo4j-driver";
+import { ensureTopics, fetchLag, topicSpecs } from "../src/adapters/kafka/admin.js";
+import { createKafka, createProducer } from "../src/adapters/kafka/client.js";
+import { publishEvents } from "../src/adapters/kafka/event-publisher.js";
+import { createGraphWriter, migrate } from "../src/adapters/neo4j/graph-writer.js";
+import { createSchemaRegistry, registerSchemas } from "../src/adapters/registry/schema-registry.js";
+import { loadConfig } from "../src/config.js";
+import { createLogger } from "../src/logger.js";
+import type { EscalationEdge, OutcomeCreated, ProjectorEvent } from "../src/model/events.js";
+import { STREAMS } from "../src/model/schemas.js";
+import { noopMetrics, type Stream } from "../src/ports.js";
+import { consumedTopics, type TopicNames, topicNames } from "../src/topics.js";
+import { type EventLog, generateEventLog, prng, type WorkloadSize } from "../src/workload/generate.js";
+import { type DirectResult, graphFingerprint, loadDirect, runBaseline, wipeGraph } from "./lib/direct.js";
+import { type ProjectorProcess, startProjector } from "./lib/projector.js";
+import { histogramQuantile, quantile, type Sample, slope, sumSamples, total } from "./lib/prom.js";
+import { renderChart } from "./lib/svg.js";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+
+const { values: flags } = parseArgs({
+  options: {
+    agents: { type: "string" },
+    outcomes: { type: "string" },
+    escalations: { type: "string" },
+    quick: { type: "boolean", default: false },
+    seed: { type: "string", default: "7" },
+    "soak-minutes": { type: "string" },
+    "soak-rate": { type: "string", default: "500" },
+    instances: { type: "string", default: "1,2,3" },
+    repeat: { type: "string", default: "1" },
+    "baseline-sample": { type: "string", default: "5000" },
+    "skip-ceiling": { type: "boolean", default: false },
+    "skip-baseline": { type: "boolean", default: false },
+    env: { type: "string", multiple: true, default: [] },
+    label: { type: "string", default: "" },
+    out: { type: "string" },
+  },
+});
+
+const quick = flags.quick === true;
+const num = (value: string | undefined, fallback: number) => (value === undefined ? fallback : Number(value));
+const AGENTS = num(flags.agents, quick ? 200 : 2000);
+const OUTCOMES = num(flags.outcomes, quick ? 10_000 : 200_000);
+const ESCALATIONS = num(flags.escalations, quick ? 2_500 : 50_000);
+const SOAK_MINUTES = num(flags["soak-minutes"], quick ? 0 : 10);
+const SOAK_RATE = num(flags["soak-rate"], 500);
+const SEED = Number(flags.seed);
+const INSTANCES = String(flags.instances)
+  .split(",")
+  .map(Number)
+  .filter((n) => n > 0);
+const REPEAT = Math.max(1, Number(flags.repeat));
+const PARTITIONS = 6;
+const EXTRA_ENV = Object.fromEntries(
+  (flags.env as string[]).map((pair) => {
+    const at = pair.indexOf("=");
+    return [pair.slice(0, at), pair.slice(at + 1)];
+  }),
+);
+
+const say = (line: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
+
+/** 10% of the escalation-edge records are redelivered duplicates: n originals plus n/9 copies. */
+function workloadSize(agents: number, outcomes: number, escalations: number): WorkloadSize {
+  return {
+    agents,
+    toolsPerAgent: 5,
+    workflowsPerAgent: 3,
+    escalationTargetsPerAgent: 2,
+    editsPerAgent: 1,
+    outcomes,
+    escalations: Math.round(escalations * 0.9),
+    duplicateRatio: 1 / 9,
+    undeclaredRatio: 0.1,
+    tenantId: "default",
+  };
+}
+
+const eventsOf = (log: EventLog): ProjectorEvent[] => [...log.registry, ...log.outcomes, ...log.escalations];
+
+interface RunResult {
+  readonly instances: number;
+  readonly seconds: number;
+  readonly records: number;
+  readonly recordsPerSecond: number;
+  readonly perTopic: Record<string, { records: number; seconds: number; recordsPerSecond: number }>;
+  readonly batchP50Ms: number | null;
+  readonly batchP99Ms: number | null;
+  readonly batchP50MsByStream: Record<string, number | null>;
+  readonly batchP99MsByStream: Record<string, number | null>;
+  readonly transactions: number;
+  readonly transactionRetries: number;
+  readonly deferred: number;
+  readonly deadLettered: number;
+  readonly rebalances: number;
+  readonly peakRssMiB: number[];
+  readonly fingerprint: Record<string, number>;
+  readonly errors: string[];
+}
+
+async function main(): Promise<void> {
+  const started = new Date();
+  const runId = started.toISOString().replace(/[-:]/g, "").replace(/\..*/, "").replace("T", "-");
+  let usedLocalStack = false;
+  if (!(process.env.KAFKA_BROKERS && process.env.NEO4J_URI && process.env.SCHEMA_REGISTRY_URL)) {
+    say("bringing up the local stack (stack/README.md)…");
+    const { stackUp } = await import("../stack/api.js");
+    const up = await stackUp({ log: (line) => say(`  ${line}`) });
+    process.env.KAFKA_BROKERS = up.kafkaBrokers.join(",");
+    process.env.NEO4J_URI = up.neo4jUri;
+    process.env.NEO4J_USER = up.neo4jUser;
+    process.env.NEO4J_PASSWORD = up.neo4jPassword;
+    process.env.SCHEMA_REGISTRY_URL = up.schemaRegistryUrl;
+    usedLocalStack = true;
+  }
+  const prefix = `bench-${runId}`;
+  const baseEnv: Record<string, string> = {
+    KAFKA_BROKERS: process.env.KAFKA_BROKERS as string,
+    SCHEMA_REGISTRY_URL: process.env.SCHEMA_REGISTRY_URL as string,
+    NEO4J_URI: process.env.NEO4J_URI as string,
+    NEO4J_USER: process.env.NEO4J_USER ?? "neo4j",
+    NEO4J_PASSWORD: process.env.NEO4J_PASSWORD ?? "",
+    TOPIC_REGISTRY_MUTATION: `${prefix}.registry-mutation`,
+    TOPIC_OUTCOME_CREATED: `${prefix}.outcome-created`,
+    TOPIC_ESCALATION_EDGE: `${prefix}.escalation-edge`,
+    TOPIC_PARTITIONS: String(PARTITIONS),
+    LOG_LEVEL: "info",
+    ...EXTRA_ENV,
+  };
+  const config = loadConfig(baseEnv);
+  const database = config.neo4j.database;
+  const logger = createLogger("warn");
+  const kafka = createKafka(config.kafka, logger);
+  const admin = kafka.admin();
+  await admin.connect();
+  const driver = neo4j.driver(config.neo4j.uri, neo4j.auth.basic(config.neo4j.user, config.neo4j.password ?? ""), {
+    maxConnectionPoolSize: 20,
+  });
+  const graph = createGraphWriter(driver, noopMetrics, 300_000);
+  await migrate(driver, [database]);
+  const registry = createSchemaRegistry(config.registry);
+
+  // ---- workload, published before any clock starts -------------------------------------------
+  const size = workloadSize(AGENTS, OUTCOMES, ESCALATIONS);
+  let t = performance.now();
+  const log = generateEventLog(SEED, size);
+  const events = eventsOf(log);
+  say(
+    `workload (seed ${SEED}): ${log.registry.length} registry, ${log.outcomes.length} outcome-created, ` +
+      `${log.escalations.length} escalation-edge = ${events.length} records, generated in ${round((performance.now() - t) / 1000)} s`,
+  );
+  const names = topicNames(config.topics);
+  await ensureTopics(admin, topicSpecs(names, { partitions: PARTITIONS, replicationFactor: 1 }));
+  const schemaIds = await registerSchemas(registry, names.source);
+  const producer = createProducer(kafka);
+  await producer.connect();
+  t = performance.now();
+  await publishEvents(producer, registry, schemaIds, names, events, () => {}, 5000);
+  say(`published to ${prefix}.* (${PARTITIONS} partitions each) in ${round((performance.now() - t) / 1000)} s`);
+  const counts: Record<Stream, number> = {
+    "registry-mutation": log.registry.length,
+    "outcome-created": log.outcomes.length,
+    "escalation-edge": log.escalations.length,
+  };
+
+  // ---- ceiling ------------------------------------------------------------------------------
+  let ceiling: { sweep: DirectResult[]; best: DirectResult[]; recordsPerSecond: number } | undefined;
+  if (!flags["skip-ceiling"]) {
+    const sampleLog = generateEventLog(
+      SEED + 1,
+      workloadSize(AGENTS, Math.round(OUTCOMES / 4), Math.round(ESCALATIONS / 4)),
+    );
+    const configs: [number, number][] = quick
+      ? [
+          [1000, 2],
+          [2000, 4],
+          [5000, 4],
+        ]
+      : [
+          [500, 4],
+          [1000, 2],
+          [1000, 4],
+          [2000, 2],
+          [2000, 4],
+          [2000, 6],
+          [5000, 2],
+          [5000, 4],
+        ];
+    const sweep: DirectResult[] = [];
+    for (const [batch, concurrency] of configs) {
+      await wipeGraph(driver, database);
+      const result = await loadDirect(graph, database, sampleLog, batch, concurrency);
+      say(`ceiling sweep: batch ${batch} × ${concurrency}: ${Math.round(result.recordsPerSecond)} rec/s`);
+      sweep.push(result);
+    }
+    const bestConfig = [...sweep].sort((a, b) => b.recordsPerSecond - a.recordsPerSecond)[0] as DirectResult;
+    const best: DirectResult[] = [];
+    for (let r = 0; r < REPEAT; r++) {
+      await wipeGraph(driver, database);
+      const result = await loadDirect(graph, database, log, bestConfig.batch, bestConfig.concurrency);
+      say(
+        `ceiling (full log, batch ${result.batch} × ${result.concurrency}): ${Math.round(result.recordsPerSecond)} rec/s, deferred ${result.deferred}`,
+      );
+      best.push(result);
+    }
+    ceiling = { sweep, best, recordsPerSecond: median(best.map((b) => b.recordsPerSecond)) };
+  }
+  const ceilingFingerprint = ceiling ? await graphFingerprint(driver, database) : undefined;
+
+  // ---- baseline -----------------------------------------------------------------------------
+  let baseline: { records: number; seconds: number; recordsPerSecond: number } | undefined;
+  if (!flags["skip-baseline"]) {
+    const sample = Number(flags["baseline-sample"]);
+    const share = OUTCOMES / (OUTCOMES + ESCALATIONS);
+    const sampleLog = generateEventLog(
+      SEED + 2,
+      workloadSize(AGENTS, Math.round(sample * share), Math.round(sample * (1 - share))),
+    );
+    await wipeGraph(driver, database);
+    baseline = await runBaseline(driver, graph, database, sampleLog);
+    say(
+      `baseline (one record per transaction, ${baseline.records} records): ${Math.round(baseline.recordsPerSecond)} rec/s`,
+    );
+  }
+
+  // ---- the projector: 1, 2, 3 instances -----------------------------------------------------
+  const runs: RunResult[] = [];
+  let runNo = 0;
+  for (const instances of INSTANCES) {
+    for (let r = 0; r < (instances === 1 ? REPEAT : 1); r++) {
+      runNo += 1;
+      await wipeGraph(driver, database);
+      const result = await runProjectors(instances, `r${runNo}x${instances}`);
+      if (ceilingFingerprint && JSON.stringify(result.fingerprint) !== JSON.stringify(ceilingFingerprint)) {
+        say(`WARNING: graph after the projector differs from the ceiling's: ${JSON.stringify(result.fingerprint)}`);
+      }
+      runs.push(result);
+    }
+  }
+
+  async function runProjectors(instances: number, label: string): Promise<RunResult> {
+    const runNames: TopicNames = topicNames({
+      ...config.topics,
+      retrySuffix: `.retry-${label}`,
+      dlqSuffix: `.dlq-${label}`,
+    });
+    await ensureTopics(
+      admin,
+      topicSpecs(runNames, { partitions: PARTITIONS, replicationFactor: 1 }).filter(
+        (spec) => !Object.values(runNames.source).includes(spec.topic),
+      ),
+    );
+    const group = `${prefix}-${label}`;
+    const env = {
+      ...baseEnv,
+      CONSUMER_GROUP: group,
+      RETRY_TOPIC_SUFFIX: `.retry-${label}`,
+      DLQ_TOPIC_SUFFIX: `.dlq-${label}`,
+    };
+    const children: ProjectorProcess[] = [];
+    for (let n = 0; n < instances; n++) children.push(startProjector(env, `${label}-${n}`));
+    const t0 = await Promise.race(children.map((child) => child.joinedAt));
+    const lastBusy: Record<string, number> = Object.fromEntries(STREAMS.map((s) => [s, t0]));
+    const topicsOf = (stream: Stream) => [runNames.source[stream], runNames.retry[stream]];
+    let end = 0;
+    let lastReport = 0;
+    const rssPeak = children.map(() => 0);
+    for (;;) {
+      const lags = await fetchLag(admin, group, consumedTopics(runNames));
+      const now = Date.now();
+      children.forEach((child, n) => {
+        rssPeak[n] = Math.max(rssPeak[n] as number, child.rssKiB()?.hwm ?? 0);
+      });
+      let behind = 0;
+      for (const stream of STREAMS) {
+        const lag = lags.filter((l) => topicsOf(stream).includes(l.topic)).reduce((s, l) => s + l.lag, 0);
+        if (lag > 0) lastBusy[stream] = now;
+        behind += lag;
+      }
+      if (now - lastReport > 10_000) {
+        say(`  ${label}: ${behind} record(s) behind after ${round((now - t0) / 1000)} s`);
+        lastReport = now;
+      }
+      if (behind === 0) {
+        end = now;
+        break;
+      }
+      if (children.some((child) => child.errors.some((e) => /fatal/.test(e))))
+        throw new Error(children.flatMap((c) => c.errors).join("\n"));
+      await sleep(200);
+    }
+    const scraped = await Promise.all(children.map((child) => child.scrape()));
+    const samples: Sample[] = sumSamples(scraped);
+    children.forEach((child, n) => {
+      rssPeak[n] = Math.max(rssPeak[n] as number, child.rssKiB()?.hwm ?? 0);
+    });
+    await Promise.all(children.map((child) => child.stop()));
+    const seconds = (end - t0) / 1000;
+    const records = events.length;
+    const perTopic = Object.fromEntries(
+      STREAMS.map((stream) => {
+        const s = ((lastBusy[stream] as number) - t0) / 1000 + 0.2;
+        return [
+          stream,
+          { records: counts[stream], seconds: round(s, 2), recordsPerSecond: Math.round(counts[stream] / s) },
+        ];
+      }),
+    );
+    const ms = (v: number | null) => (v === null ? null : round(v * 1000, 1));
+    const byStream = (q: number) =>
+      Object.fromEntries(
+        STREAMS.map((stream) => [stream, ms(histogramQuantile(samples, "agp_batch_duration_seconds", q, { stream }))]),
+      );
+    const result: RunResult = {
+      instances,
+      seconds: round(seconds, 2),
+      records,
+      recordsPerSecond: Math.round(records / seconds),
+      perTopic,
+      batchP50Ms: ms(histogramQuantile(samples, "agp_batch_duration_seconds", 0.5)),
+      batchP99Ms: ms(histogramQuantile(samples, "agp_batch_duration_seconds", 0.99)),
+      batchP50MsByStream: byStream(0.5),
+      batchP99MsByStream: byStream(0.99),
+      transactions: total(samples, "agp_batch_duration_seconds_count"),
+      transactionRetries: total(samples, "agp_transaction_retries_total"),
+      deferred: total(samples, "agp_records_total", { result: "deferred" }),
+      deadLettered: total(samples, "agp_records_total", { result: "dead-lettered" }),
+      rebalances: total(samples, "agp_rebalances_total"),
+      peakRssMiB: rssPeak.map((kib) => round(kib / 1024)),
+      fingerprint: await graphFingerprint(driver, database),
+      errors: children.flatMap((child) => child.errors).slice(0, 10),
+    };
+    say(
+      `projector ×${instances}: ${result.recordsPerSecond} rec/s over ${result.seconds} s; batch p50 ${result.batchP50Ms} ms, ` +
+        `p99 ${result.batchP99Ms} ms; ${result.transactions} tx, ${result.transactionRetries} retries, ` +
+        `${result.deferred} deferred; peak RSS ${result.peakRssMiB.join("/")} MiB`,
+    );
+    return result;
+  }
+
+  // ---- soak ----------------------------------------------------------------------------------
+  let soak: Record<string, unknown> | undefined;
+  let soakPoints: { minute: number; rssMiB: number; lag: number }[] = [];
+  if (SOAK_MINUTES > 0) {
+    ({ soak, soakPoints } = await runSoak());
+  }
+
+  async function runSoak() {
+    const soakNames = topicNames({
+      ...config.topics,
+      registryMutation: `${prefix}-soak.registry-mutation`,
+      outcomeCreated: `${prefix}-soak.outcome-created`,
+      escalationEdge: `${prefix}-soak.escalation-edge`,
+    });
+    await ensureTopics(admin, topicSpecs(soakNames, { partitions: PARTITIONS, replicationFactor: 1 }));
+    const soakIds = await registerSchemas(registry, soakNames.source);
+    await publishEvents(producer, registry, soakIds, soakNames, log.registry, () => {}, 5000);
+    const seconds = SOAK_MINUTES * 60;
+    const outcomeRate = Math.max(1, Math.round(SOAK_RATE * 0.8));
+    const escalationRate = Math.max(1, SOAK_RATE - outcomeRate);
+    const soakLog = generateEventLog(SEED + 3, { ...size, outcomes: outcomeRate * seconds, escalations: 0 });
+    const random = prng(SEED + 4);
+    const group = `${prefix}-soak`;
+    const child = startProjector(
+      {
+        ...baseEnv,
+        CONSUMER_GROUP: group,
+        TOPIC_REGISTRY_MUTATION: soakNames.source["registry-mutation"],
+        TOPIC_OUTCOME_CREATED: soakNames.source["outcome-created"],
+        TOPIC_ESCALATION_EDGE: soakNames.source["escalation-edge"],
+      },
+      "soak",
+    );
+    await child.joinedAt;
+    say(
+      `soak: ${SOAK_MINUTES} min at ${SOAK_RATE} records/s (${outcomeRate} outcomes + ${escalationRate} escalations)`,
+    );
+    const points: { minute: number; rssMiB: number; lag: number }[] = [];
+    const soakStart = Date.now();
+    const recent: EscalationEdge[] = [];
+    let nextSample = soakStart;
+    for (let second = 0; second < seconds; second++) {
+      const batch: ProjectorEvent[] = soakLog.outcomes.slice(second * outcomeRate, (second + 1) * outcomeRate);
+      // Escalations between outcomes published 2 to 30 seconds earlier; 10% are redelivered copies.
+      const low = Math.max(0, second - 30) * outcomeRate;
+      const high = Math.max(0, second - 2) * outcomeRate;
+      if (high - low > 1) {
+        for (let n = 0; n < escalationRate; n++) {
+          if (recent.length > 0 && random() < 0.1) {
+            batch.push({ ...(recent[Math.floor(random() * recent.length)] as EscalationEdge) });
+            continue;
+          }
+          const source = soakLog.outcomes[low + Math.floor(random() * (high - low))] as OutcomeCreated;
+          const target = soakLog.outcomes[low + Math.floor(random() * (high - low))] as OutcomeCreated;
+          if (source.outcome_id === target.outcome_id) continue;
+          const edge: EscalationEdge = {
+            kind: "escalation-edge",
+            event_id: `soak-${second}-${n}`,
+            tenant_id: "default",
+            source_outcome_id: source.outcome_id,
+            target_outcome_id: target.outcome_id,
+            observed_at: source.created_at + 1000,
+          };
+          batch.push(edge);
+          recent.push(edge);
+          if (recent.length > 2000) recent.shift();
+        }
+      }
+      await publishEvents(producer, registry, soakIds, soakNames, batch, () => {}, 5000);
+      if (Date.now() >= nextSample) {
+        const lags = await fetchLag(admin, group, consumedTopics(soakNames));
+        const rss = child.rssKiB();
+        points.push({
+          minute: round((Date.now() - soakStart) / 60_000, 3),
+          rssMiB: round((rss?.rss ?? 0) / 1024),
+          lag: lags.reduce((s, l) => s + l.lag, 0),
+        });
+        nextSample += 10_000;
+        const last = points.at(-1);
+        if (points.length % 6 === 1) say(`  soak ${last?.minute} min: RSS ${last?.rssMiB} MiB, lag ${last?.lag}`);
+      }
+      const wait = soakStart + (second + 1) * 1000 - Date.now();
+      if (wait > 0) await sleep(wait);
+    }
+    const drainStart = Date.now();
+    for (;;) {
+      const lags = await fetchLag(admin, group, consumedTopics(soakNames));
+      if (lags.every((l) => l.lag === 0) || Date.now() - drainStart > 120_000) break;
+      await sleep(250);
+    }
+    const drainSeconds = (Date.now() - drainStart) / 1000;
+    const peak = child.rssKiB();
+    await child.stop();
+    const warm = points.filter((p) => p.minute >= 1);
+    const rssSlope = slope(warm.map((p) => ({ x: p.minute, y: p.rssMiB })));
+    const lagSlope = slope(warm.map((p) => ({ x: p.minute, y: p.lag })));
+    const third = Math.max(1, Math.floor(warm.length / 3));
+    const avg = (list: typeof warm) => list.reduce((s, p) => s + p.rssMiB, 0) / Math.max(1, list.length);
+    const result = {
+      minutes: SOAK_MINUTES,
+      rate: SOAK_RATE,
+      samples: points.length,
+      rssSlopeMiBPerMinute: round(rssSlope, 2),
+      rssFirstThirdMiB: round(avg(warm.slice(0, third))),
+      rssLastThirdMiB: round(avg(warm.slice(-third))),
+      rssPeakMiB: round((peak?.hwm ?? 0) / 1024),
+      lagSlopePerMinute: round(lagSlope, 1),
+      lagMax: Math.max(0, ...points.map((p) => p.lag)),
+      drainSeconds: round(drainSeconds, 1),
+      rssFlat: Math.abs(rssSlope) < 1,
+      lagFlat: Math.abs(lagSlope) < SOAK_RATE * 0.05,
+      errors: child.errors.slice(0, 10),
+    };
+    say(
+      `soak: RSS slope ${result.rssSlopeMiBPerMinute} MiB/min (${result.rssFlat ? "flat" : "NOT flat"}), ` +
+        `lag slope ${result.lagSlopePerMinute}/min (max ${result.lagMax}), drained in ${result.drainSeconds} s`,
+    );
+    return { soak: result, soakPoints: points };
+  }
+
+  // ---- report --------------------------------------------------------------------------------
+  await producer.disconnect();
+  const single = runs.filter((r) => r.instances === 1);
+  const projectorRate = median(single.map((r) => r.recordsPerSecond));
+  const byInstances = Object.fromEntries(
+    INSTANCES.map((n) => [n, median(runs.filter((r) => r.instances === n).map((r) => r.recordsPerSecond))]),
+  );
+  const versions = await driver.executeQuery("CALL dbms.components() YIELD name, versions, edition RETURN *");
+  const neo4jVersion = versions.records.map((r) => `${r.get("name")} ${r.get("versions")[0]} ${r.get("edition")}`)[0];
+  const kafkaPom = fs.readFileSync(path.join(ROOT, "stack/kafka/pom.xml"), "utf8");
+  const summary = {
+    projectorRecordsPerSecond: projectorRate,
+    ceilingRecordsPerSecond: ceiling ? Math.round(ceiling.recordsPerSecond) : null,
+    baselineRecordsPerSecond: baseline ? Math.round(baseline.recordsPerSecond) : null,
+    projectorOverCeiling: ceiling ? round(projectorRate / ceiling.recordsPerSecond, 3) : null,
+    projectorOverBaseline: baseline ? round(projectorRate / baseline.recordsPerSecond, 1) : null,
+    scaleOut: Object.fromEntries(
+      Object.entries(byInstances).map(([n, rate]) => [
+        n,
+        { recordsPerSecond: rate, vsOne: round(rate / projectorRate, 2) },
+      ]),
+    ),
+    peakRssMiB: Math.max(...single.flatMap((r) => r.peakRssMiB)),
+  };
+  const result = {
+    startedAt: started.toISOString(),
+    label: flags.label,
+    flags: { ...flags, agents: AGENTS, outcomes: OUTCOMES, escalations: ESCALATIONS, soakMinutes: SOAK_MINUTES },
+    machine: {
+      cores: os.cpus().length,
+      cpuModel: os.cpus()[0]?.model,
+      memoryGiB: round(os.totalmem() / 1024 ** 3),
+      loadAverageAtEnd: os.loadavg().map((l) => round(l, 2)),
+      os: `${os.type()} ${os.release()}`,
+      node: process.version,
+      neo4j: neo4jVersion,
+      kafka:
+        usedLocalStack || process.env.STACK_HOME
+          ? `Apache Kafka ${/<kafka.version>(.*?)</.exec(kafkaPom)?.[1]} (KRaft, 1 node)`
+          : "external",
+      stack: "local stack (stack/README.md): Kafka, Apicurio Registry and Neo4j on the same machine",
+    },
+    projectorEnv: EXTRA_ENV,
+    workload: { seed: SEED, size, records: counts, total: events.length },
+    summary,
+    ceiling: ceiling && {
+      recordsPerSecond: Math.round(ceiling.recordsPerSecond),
+      sweep: ceiling.sweep.map(compact),
+      best: ceiling.best.map(compact),
+    },
+    baseline,
+    runs,
+    soak,
+    soakPoints,
+  };
+  const outDir = flags.out ?? path.join(ROOT, "bench/results", quick ? "tmp" : "");
+  fs.mkdirSync(outDir, { recursive: true });
+  const file = path.join(outDir, `${runId}.json`);
+  fs.writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
+  const svg = renderChart({
+    title: `agent-graph-projector: ${events.length.toLocaleString("en-US")} records, ${os.cpus().length} cores shared with Kafka and Neo4j`,
+    subtitle: `projector/ceiling ${summary.projectorOverCeiling ?? "–"}, projector/baseline ${summary.projectorOverBaseline ?? "–"}×, peak RSS ${summary.peakRssMiB} MiB${soak ? `, soak RSS slope ${soak.rssSlopeMiBPerMinute} MiB/min` : ""}`,
+    bars: [
+      ...(baseline ? [{ label: "baseline (1 record/tx)", value: baseline.recordsPerSecond }] : []),
+      ...INSTANCES.map((n) => ({ label: `projector ×${n}`, value: byInstances[n] as number, highlight: true })),
+      ...(ceiling ? [{ label: "ceiling (no Kafka)", value: ceiling.recordsPerSecond }] : []),
+    ],
+    soak: soakPoints,
+  });
+  fs.writeFileSync(path.join(outDir, quick ? "latest-quick.svg" : "latest.svg"), svg);
+  say(`results: ${path.relative(ROOT, file)}`);
+  process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+  await admin.disconnect();
+  await driver.close();
+}
+
+function compact(result: DirectResult) {
+  const { batchLatencyMs, ...rest } = result;
+  return {
+    ...rest,
+    seconds: round(rest.seconds, 2),
+    recordsPerSecond: Math.round(rest.recordsPerSecond),
+    batchP50Ms: round(quantile(batchLatencyMs, 0.5) ?? 0),
+    batchP99Ms: round(quantile(batchLatencyMs, 0.99) ?? 0),
+  };
+}
+
+function median(values: readonly number[]): number {
+  if (values.length === 0) return 0;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor((sorted.length - 1) / 2)] as number;
+}
+
+main().then(
+  () => process.exit(0),
+  (error) => {
+    say(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    process.exit(1);
+  },
+);

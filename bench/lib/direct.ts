@@ -1,0 +1,172 @@
+/**
+ * The two anchors, both without Kafka: the ceiling sends the projector's own batched statements
+ * (src/projection, src/cypher) straight to Neo4j in dependency order; the baseline writes one record
+ * per transaction with the per-record form of the spec's Cypher.
+ */
+import neo4j, { type Driver } from "neo4j-driver";
+import type { EscalationEdge, OutcomeCreated, ProjectorEvent, RegistryEvent } from "../../src/model/events.js";
+import type { GraphWriter } from "../../src/ports.js";
+import { projectEscalations } from "../../src/projection/escalations.js";
+import { projectOutcomes } from "../../src/projection/outcomes.js";
+import type { Indexed, Plan } from "../../src/projection/plan.js";
+import { projectRegistry } from "../../src/projection/registry.js";
+import type { EventLog } from "../../src/workload/generate.js";
+
+export async function wipeGraph(driver: Driver, database: string): Promise<void> {
+  const session = driver.session({ database });
+  try {
+    await session.run("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS");
+  } finally {
+    await session.close();
+  }
+}
+
+/** Counts that identify the projected graph; two loads of one log must give the same. */
+export async function graphFingerprint(driver: Driver, database: string): Promise<Record<string, number>> {
+  const { records } = await driver.executeQuery(
+    `CALL () { MATCH (n:Agent) RETURN count(n) AS agents }
+     CALL () { MATCH (n:Outcome) RETURN count(n) AS outcomes }
+     CALL () { MATCH ()-[r:PRODUCED]->() RETURN count(r) AS produced }
+     CALL () { MATCH ()-[r:ESCALATED_TO]->() RETURN count(r) AS escalatedTo }
+     CALL () { MATCH ()-[r:OBSERVED]->() RETURN count(r) AS observed }
+     CALL () { MATCH ()-[r:CAN_ESCALATE_TO]->() RETURN count(r) AS canEscalate, sum(r.observed_count) AS observedCount }
+     CALL () { MATCH ()-[r:AUTHORIZED_FOR|OWNS_WORKFLOW]->() RETURN count(r) AS grants }
+     RETURN *`,
+    {},
+    { database },
+  );
+  const row = records[0]?.toObject() ?? {};
+  return Object.fromEntries(Object.entries(row).map(([k, v]) => [k, neo4j.integer.toNumber(v as number)]));
+}
+
+type Projector = (events: Indexed<ProjectorEvent>[]) => Plan;
+const PROJECT: Record<"registry" | "outcomes" | "escalations", Projector> = {
+  registry: (events) => projectRegistry(events as Indexed<RegistryEvent>[]),
+  outcomes: (events) => projectOutcomes(events as Indexed<OutcomeCreated>[]),
+  escalations: (events) => projectEscalations(events as Indexed<EscalationEdge>[]),
+};
+
+export interface DirectResult {
+  readonly batch: number;
+  readonly concurrency: number;
+  readonly records: number;
+  readonly seconds: number;
+  readonly recordsPerSecond: number;
+  readonly transactions: number;
+  readonly deferred: number;
+  readonly batchLatencyMs: number[];
+}
+
+/**
+ * Loads a log with the projector's statements: registry, then outcomes, then escalations, each cut
+ * into batches of `batch` records run by `concurrency` workers (the registry by one worker, in order,
+ * as one partition would). Nothing is deferred when the order is right; the count proves it.
+ */
+export async function loadDirect(
+  graph: GraphWriter,
+  database: string,
+  log: EventLog,
+  batch: number,
+  concurrency: number,
+): Promise<DirectResult> {
+  const started = performance.now();
+  let transactions = 0;
+  let deferred = 0;
+  const latencies: number[] = [];
+  const stages: [keyof typeof PROJECT, readonly ProjectorEvent[], number][] = [
+    ["registry", log.registry, 1],
+    ["outcomes", log.outcomes, concurrency],
+    ["escalations", log.escalations, concurrency],
+  ];
+  for (const [stage, events, workers] of stages) {
+    const chunks: ProjectorEvent[][] = [];
+    for (let start = 0; start < events.length; start += batch) chunks.push(events.slice(start, start + batch));
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: workers }, async () => {
+        while (next < chunks.length) {
+          const chunk = chunks[next++] as ProjectorEvent[];
+          const t0 = performance.now();
+          const plan = PROJECT[stage](chunk.map((event, i) => ({ i, event })));
+          const results = await graph.apply(database, plan.statements);
+          for (const fate of plan.fates(results).values()) if (fate.kind === "deferred") deferred += 1;
+          transactions += 1;
+          latencies.push(performance.now() - t0);
+        }
+      }),
+    );
+  }
+  const seconds = (performance.now() - started) / 1000;
+  const records = log.registry.length + log.outcomes.length + log.escalations.length;
+  return {
+    batch,
+    concurrency,
+    records,
+    seconds,
+    recordsPerSecond: records / seconds,
+    transactions,
+    deferred,
+    batchLatencyMs: latencies,
+  };
+}
+
+/** The per-record form of the spec's statements: no UNWIND, one record's fields as parameters. */
+export const PER_RECORD = {
+  outcome: `
+MERGE (o:Outcome {outcome_id: $outcome_id})
+SET o.agent_id = $agent_id, o.status = $status, o.correlation_id = $correlation_id,
+    o.created_at = datetime({epochMillis: toInteger($created_at)})`,
+  produced: `
+MATCH (a:Agent {agent_id: $agent_id})
+MATCH (o:Outcome {outcome_id: $outcome_id})
+MERGE (a)-[:PRODUCED]->(o)`,
+  escalatedTo: `
+MATCH (source:Outcome {outcome_id: $source_outcome_id})
+MATCH (target:Outcome {outcome_id: $target_outcome_id})
+MERGE (source)-[e:ESCALATED_TO]->(target)
+  ON CREATE SET e.observed_at = datetime({epochMillis: toInteger($observed_at)})`,
+  observed: `
+MATCH (source:Outcome {outcome_id: $source_outcome_id})<-[:PRODUCED]-(from:Agent)
+MATCH (target:Outcome {outcome_id: $target_outcome_id})<-[:PRODUCED]-(to:Agent)
+WHERE from <> to
+MERGE (from)-[r:CAN_ESCALATE_TO]->(to)
+  ON CREATE SET r.declared = false, r.observed_count = 0
+MERGE (source)-[obs:OBSERVED]->(target)
+  ON CREATE SET r.observed_count = r.observed_count + 1,
+                r.last_observed_at = datetime({epochMillis: toInteger($observed_at)}),
+                obs.recorded_at = datetime({epochMillis: toInteger($observed_at)})`,
+} as const;
+
+/**
+ * The naive consumer: one record, one write transaction, records one after another. The registry
+ * is loaded first with the batched statements (untimed), so every outcome finds its agent.
+ */
+export async function runBaseline(
+  driver: Driver,
+  graph: GraphWriter,
+  database: string,
+  log: EventLog,
+): Promise<{ records: number; seconds: number; recordsPerSecond: number }> {
+  await loadDirect(graph, database, { registry: log.registry, outcomes: [], escalations: [] }, 1000, 1);
+  const session = driver.session({ database, defaultAccessMode: neo4j.session.WRITE });
+  const started = performance.now();
+  try {
+    for (const o of log.outcomes) {
+      await session.executeWrite(async (tx) => {
+        await tx.run(PER_RECORD.outcome, { ...o });
+        await tx.run(PER_RECORD.produced, { ...o });
+      });
+    }
+    for (const e of log.escalations) {
+      await session.executeWrite(async (tx) => {
+        await tx.run(PER_RECORD.escalatedTo, { ...e });
+        await tx.run(PER_RECORD.observed, { ...e });
+      });
+    }
+  } finally {
+    await session.close();
+  }
+  const seconds = (performance.now() - started) / 1000;
+  const records = log.outcomes.length + log.escalations.length;
+  return { records, seconds, recordsPerSecond: records / seconds };
+}

@@ -1,0 +1,84 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { parseMetrics, type Sample } from "./prom.js";
+
+const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+
+/** One `agent-graph-projector run` child process, watched from outside like an operator would. */
+export interface ProjectorProcess {
+  readonly pid: number;
+  /** When the instance logged that it joined the group (its first fetch follows at once). */
+  readonly joinedAt: Promise<number>;
+  readonly metricsPort: Promise<number>;
+  readonly exited: Promise<number | null>;
+  readonly errors: string[];
+  rssKiB(): { rss: number; hwm: number } | undefined;
+  scrape(): Promise<Sample[]>;
+  stop(): Promise<number | null>;
+}
+
+export function startProjector(env: Record<string, string>, label: string): ProjectorProcess {
+  const child: ChildProcess = spawn(process.execPath, ["bin/agent-graph-projector.js", "run"], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, ...env, METRICS_PORT: "0", METRICS_HOST: "127.0.0.1" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const pid = child.pid as number;
+  const errors: string[] = [];
+  let onJoined: (at: number) => void = () => {};
+  let onPort: (port: number) => void = () => {};
+  const joinedAt = new Promise<number>((resolve) => {
+    onJoined = resolve;
+  });
+  const metricsPort = new Promise<number>((resolve) => {
+    onPort = resolve;
+  });
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  createInterface({ input: child.stdout as NodeJS.ReadableStream }).on("line", (line) => {
+    let entry: { msg?: string; level?: number; metricsPort?: number };
+    try {
+      entry = JSON.parse(line);
+    } catch {
+      return;
+    }
+    if (entry.msg === "joined consumer group") onJoined(Date.now());
+    if (entry.msg === "projector running" && entry.metricsPort) onPort(entry.metricsPort);
+    if ((entry.level ?? 0) >= 50 && errors.length < 20) errors.push(line.slice(0, 500));
+  });
+  createInterface({ input: child.stderr as NodeJS.ReadableStream }).on("line", (line) => {
+    if (errors.length < 20) errors.push(`[${label} stderr] ${line.slice(0, 500)}`);
+  });
+
+  return {
+    pid,
+    joinedAt,
+    metricsPort,
+    exited,
+    errors,
+    rssKiB() {
+      try {
+        const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
+        const rss = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1]);
+        const hwm = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1]);
+        return Number.isFinite(rss) ? { rss, hwm } : undefined;
+      } catch {
+        return undefined;
+      }
+    },
+    async scrape() {
+      const port = await metricsPort;
+      const response = await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(5_000) });
+      return parseMetrics(await response.text());
+    },
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), 40_000);
+      const code = await exited;
+      clearTimeout(timer);
+      return code;
+    },
+  };
+}
