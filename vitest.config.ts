@@ -26,6 +26,16 @@ export default defineConfig({
       },
       {
         test: {
+          name: "faults",
+          include: ["test/faults/**/*.faults.spec.ts"],
+          globalSetup: ["test/support/global-setup.ts"],
+          fileParallelism: false,
+          testTimeout: 900_000,
+          hookTimeout: 300_000,
+        },
+      },
+      {
+        test: {
           name: "e2e",
           include: ["test/e2e/**/*.e2e.spec.ts"],
           globalSetup: ["test/support/global-setup.ts"],
