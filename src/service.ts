@@ -164,7 +164,9 @@ export async function startService(
       reported.clear();
       for (const key of seen) reported.add(key);
     } catch (error) {
-      logger.debug({ error: errorMessage(error) }, "lag refresh failed");
+      // Usually a leadership change the admin client's metadata has not caught up with yet.
+      logger.debug({ error: errorMessage(error) }, "lag refresh failed; refreshing metadata");
+      await admin.fetchTopicMetadata({ topics: lagTopics }).catch(() => {});
     }
   };
   const lagTimer = setInterval(refreshLag, config.lagRefreshMs);

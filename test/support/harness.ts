@@ -108,10 +108,16 @@ export class Harness {
     const deadline = Date.now() + timeoutMs;
     let last = "";
     while (Date.now() < deadline) {
-      const lags = await fetchLag(this.admin, this.config.kafka.group, consumedTopics(this.names));
-      const behind = lags.filter((entry) => entry.lag > 0);
-      if (behind.length === 0) return;
-      last = JSON.stringify(behind);
+      try {
+        const lags = await fetchLag(this.admin, this.config.kafka.group, consumedTopics(this.names));
+        const behind = lags.filter((entry) => entry.lag > 0);
+        if (behind.length === 0) return;
+        last = JSON.stringify(behind);
+      } catch (error) {
+        // Leadership moves (a new topic's partitions, a restarted broker): refresh metadata and ask again.
+        last = String(error);
+        await this.admin.fetchTopicMetadata({ topics: consumedTopics(this.names) }).catch(() => {});
+      }
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
     throw new Error(`projector did not catch up within ${timeoutMs} ms; lag: ${last}`);
