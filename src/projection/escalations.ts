@@ -37,7 +37,15 @@ export function projectEscalations(events: readonly Indexed<EscalationEdge>[]): 
       last_observed_at: event.observed_at,
     });
   }
-  const rows = [...pairs.values()].map((row) => ({ ...row }));
+  // Rows in target order: escalation-edge is keyed by source outcome, so partitions never share a
+  // source but do share targets; locking the targets in one global order keeps concurrent partitions
+  // from deadlocking. Each pair appears once, and every write is order-free (MERGE, min, max, +1 per
+  // new marker), so row order changes nothing else.
+  const rows = [...pairs.values()]
+    .sort((a, b) =>
+      a.target_outcome_id < b.target_outcome_id ? -1 : a.target_outcome_id > b.target_outcome_id ? 1 : 0,
+    )
+    .map((row) => ({ ...row }));
   const statements: Statement[] =
     rows.length === 0
       ? []

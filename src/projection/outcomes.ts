@@ -29,7 +29,10 @@ export function projectOutcomes(events: readonly Indexed<OutcomeCreated>[]): Pla
     rounds[depth].push(item);
   }
   const statements: Statement[] = rounds.flatMap((round) => {
-    const rows = round.map(({ i, event }) => ({
+    // Rows in agent order: every transaction then locks the shared Agent nodes in one global order,
+    // so concurrent partitions queue behind each other instead of deadlocking (and waiting out the
+    // driver's retry backoff). Each outcome_id appears once per round, so row order changes nothing else.
+    const rows = [...round].sort(byAgent).map(({ i, event }) => ({
       i,
       outcome_id: event.outcome_id,
       agent_id: event.agent_id,
@@ -60,6 +63,10 @@ export function projectOutcomes(events: readonly Indexed<OutcomeCreated>[]): Pla
       return fates;
     },
   };
+}
+
+function byAgent(a: Indexed<OutcomeCreated>, b: Indexed<OutcomeCreated>): number {
+  return a.event.agent_id < b.event.agent_id ? -1 : a.event.agent_id > b.event.agent_id ? 1 : 0;
 }
 
 function sameFact(a: OutcomeCreated, b: OutcomeCreated): boolean {
