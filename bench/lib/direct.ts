@@ -46,6 +46,9 @@ const PROJECT: Record<"registry" | "outcomes" | "escalations", Projector> = {
   escalations: (events) => projectEscalations(events as Indexed<EscalationEdge>[]),
 };
 
+/** Transaction retries of the bench's own graph writer (deadlocks and other transient errors). */
+export const directCounters = { retries: 0 };
+
 export interface DirectResult {
   readonly batch: number;
   readonly concurrency: number;
@@ -54,6 +57,7 @@ export interface DirectResult {
   readonly recordsPerSecond: number;
   readonly transactions: number;
   readonly deferred: number;
+  readonly retries: number;
   readonly batchLatencyMs: number[];
 }
 
@@ -70,6 +74,7 @@ export async function loadDirect(
   concurrency: number,
 ): Promise<DirectResult> {
   const started = performance.now();
+  const retriesBefore = directCounters.retries;
   let transactions = 0;
   let deferred = 0;
   const latencies: number[] = [];
@@ -106,6 +111,7 @@ export async function loadDirect(
     recordsPerSecond: records / seconds,
     transactions,
     deferred,
+    retries: directCounters.retries - retriesBefore,
     batchLatencyMs: latencies,
   };
 }
