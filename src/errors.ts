@@ -62,7 +62,12 @@ export function classify(error: unknown): RetryClass {
     if (TRANSIENT_NETWORK_CODES.has(code)) return "transient";
   }
   if (typeof name === "string" && name.startsWith("KafkaJS")) {
-    return retriable === false && name !== "KafkaJSNumberOfRetriesExceeded" ? "fatal" : "transient";
+    if (retriable !== false || name === "KafkaJSNumberOfRetriesExceeded") return "transient";
+    // When an inner kafkajs retrier gives up (broker unreachable), the outer one wraps its
+    // NumberOfRetriesExceeded in a NonRetriableError carrying the connection error's message; the
+    // original cause decides, as it does for kafkajs's own consumer restarts.
+    if (cause !== undefined && cause !== error) return classify(cause);
+    return "fatal";
   }
   if (cause !== undefined && cause !== error) return classify(cause);
   return "transient";

@@ -1,3 +1,4 @@
+import { KafkaJSConnectionError, KafkaJSNonRetriableError, KafkaJSNumberOfRetriesExceeded } from "kafkajs";
 import { describe, expect, it } from "vitest";
 import { classify, FatalError, TransientError } from "../../src/errors.js";
 
@@ -11,6 +12,32 @@ describe("classify", () => {
     [{ name: "KafkaJSConnectionError", retriable: true }, "transient"],
     [{ name: "KafkaJSNumberOfRetriesExceeded", retriable: false }, "transient"],
     [{ name: "KafkaJSNonRetriableError", retriable: false }, "fatal"],
+    // What producer.send throws when the broker stays unreachable: nested retriers gave up.
+    [
+      {
+        name: "KafkaJSNonRetriableError",
+        retriable: false,
+        message: "Connection error: connect ECONNREFUSED 127.0.0.1:9092",
+        cause: { name: "KafkaJSConnectionError", retriable: true, code: "ECONNREFUSED" },
+      },
+      "transient",
+    ],
+    [
+      {
+        name: "KafkaJSNonRetriableError",
+        retriable: false,
+        cause: { name: "KafkaJSNumberOfRetriesExceeded", retriable: false },
+      },
+      "transient",
+    ],
+    [
+      {
+        name: "KafkaJSNonRetriableError",
+        retriable: false,
+        cause: { name: "KafkaJSProtocolError", retriable: false, type: "TOPIC_AUTHORIZATION_FAILED", code: 29 },
+      },
+      "fatal",
+    ],
     [{ code: "Neo.ClientError.Security.Unauthorized" }, "fatal"],
     [{ code: "Neo.ClientError.Database.DatabaseNotFound" }, "fatal"],
     [new TransientError("registry down"), "transient"],
@@ -18,5 +45,16 @@ describe("classify", () => {
     [new Error("wrapper", { cause: { code: "Neo.ClientError.Security.Unauthorized" } }), "fatal"],
   ])("%o is %s", (error, expected) => {
     expect(classify(error)).toBe(expected);
+  });
+
+  it("a broker that stays unreachable during producer.send is transient, as kafkajs nests it", () => {
+    // The producer's outer retrier wraps the cluster retrier's NumberOfRetriesExceeded this way.
+    const refused = new KafkaJSConnectionError("Connection error: connect ECONNREFUSED 127.0.0.1:9092", {
+      code: "ECONNREFUSED",
+    });
+    const exhausted = new KafkaJSNumberOfRetriesExceeded(refused, { retryCount: 5, retryTime: 10_000 });
+    const wrapped = Object.assign(new KafkaJSNonRetriableError(exhausted), { cause: refused });
+    expect(wrapped.name).toBe("KafkaJSNonRetriableError");
+    expect(classify(wrapped)).toBe("transient");
   });
 });
