@@ -209,9 +209,11 @@ export async function startService(
 
   let stopping: Promise<void> | undefined;
   let resolveDone: () => void = () => {};
+  let failed = false;
   const done = new Promise<void>((resolve, reject) => {
     resolveDone = resolve;
     fatal.catch(async (error) => {
+      failed = true;
       await stop("fatal error").catch(() => {});
       reject(error);
     });
@@ -228,7 +230,8 @@ export async function startService(
       await driver.close().catch(() => {});
       await new Promise<void>((resolve) => server.close(() => resolve()));
       logger.info({}, "stopped");
-      resolveDone();
+      // After a fatal error `done` rejects (the process exits 1), whoever finished the stop.
+      if (!failed) resolveDone();
     })();
     return stopping;
   }
