@@ -15,7 +15,10 @@ import type { EventLog } from "../../src/workload/generate.js";
 export async function wipeGraph(driver: Driver, database: string): Promise<void> {
   const session = driver.session({ database });
   try {
-    await session.run("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS");
+    // Relationships first, then nodes, in small transactions: a DETACH DELETE of agent nodes with
+    // hundreds of relationships each exceeds the stack's transaction memory pool.
+    await session.run("MATCH ()-[r]->() CALL (r) { DELETE r } IN TRANSACTIONS OF 10000 ROWS");
+    await session.run("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS");
   } finally {
     await session.close();
   }
