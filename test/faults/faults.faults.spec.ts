@@ -121,10 +121,11 @@ async function waitForCaughtUp(harness: Harness, fleet: Fleet, timeoutMs: number
 /** Stops one server of the local stack and starts it again; returns how long it was unreachable (s). */
 async function restartServer(service: "neo4j" | "kafka", downMs: number): Promise<number> {
   const stopped = Date.now();
-  await stackDown({ services: [service] });
   try {
+    await stackDown({ services: [service] });
     await sleep(downMs);
   } finally {
+    // Always brought back, also when the scenario fails: in CI this is the shared stack.
     await stackUp({ services: [service] });
   }
   const seconds = (Date.now() - stopped) / 1000;
@@ -252,7 +253,7 @@ describe(`faults (scale ${SCALE})`, () => {
           await sleep(3_000);
           await publisher.hold();
           try {
-            await restartServer("kafka", 5_000);
+            await restartServer("kafka", 12_000);
           } finally {
             publisher.release();
           }
