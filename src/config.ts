@@ -84,6 +84,7 @@ const envSchema = z.object({
   NEO4J_MAX_POOL_SIZE: int(20, 1, 1000),
   NEO4J_TX_TIMEOUT_MS: int(30_000, 100, 3_600_000),
   LAG_REFRESH_MS: int(10_000, 500, 600_000),
+  CATCH_UP_HOLD_RECORDS: int(1000, 0, 1_000_000_000),
   SHUTDOWN_TIMEOUT_MS: int(25_000, 1000, 600_000),
   RECONCILE_INTERVAL_MS: int(0, 0, 7 * 86_400_000),
 });
@@ -145,6 +146,7 @@ const configSchema = envSchema.transform((env) => ({
     backoffMaxMs: env.RETRY_BACKOFF_MAX_MS,
   },
   lagRefreshMs: env.LAG_REFRESH_MS,
+  catchUpHoldRecords: env.CATCH_UP_HOLD_RECORDS,
   shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
   reconcileIntervalMs: env.RECONCILE_INTERVAL_MS,
 }));

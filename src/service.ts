@@ -11,8 +11,9 @@ import { createAvroDecoder, createSchemaRegistry, registerSchemas } from "./adap
 import type { Config } from "./config.js";
 import { errorMessage } from "./errors.js";
 import type { AppLogger } from "./logger.js";
+import { heldStreams } from "./pipeline/catch-up.js";
 import type { BatchDeps } from "./pipeline/process-batch.js";
-import { type Clock, systemClock } from "./ports.js";
+import { type Clock, type Stream, systemClock } from "./ports.js";
 import { DRIFT_KINDS } from "./reconcile/drift.js";
 import { reconcileRegistry } from "./reconcile/reconcile.js";
 import { consumedTopics, roleOfTopic, topicNames } from "./topics.js";
@@ -96,6 +97,32 @@ export async function startService(
     defaultTenant: config.tenants[0]?.tenantId ?? "default",
     retry: config.retry,
   };
+  // Dependency-aware catch-up: hold outcomes behind a registry backlog and escalations behind an
+  // outcome backlog, judged from the whole group's committed offsets, polled every second.
+  let held = new Set<Stream>();
+  const upstreamTopics = [names.source["registry-mutation"], names.source["outcome-created"]];
+  const refreshHeld = async () => {
+    try {
+      const lags = await fetchLag(admin, config.kafka.group, upstreamTopics);
+      const sum = (topic: string) =>
+        lags.filter((entry) => entry.topic === topic).reduce((total, entry) => total + entry.lag, 0);
+      const next = heldStreams(
+        {
+          "registry-mutation": sum(names.source["registry-mutation"]),
+          "outcome-created": sum(names.source["outcome-created"]),
+          "escalation-edge": 0,
+        },
+        config.catchUpHoldRecords,
+      );
+      if ([...next].join() !== [...held].join()) logger.info({ held: [...next] }, "catch-up hold changed");
+      held = next;
+    } catch (error) {
+      held = new Set();
+      logger.debug({ error: errorMessage(error) }, "catch-up lag check failed; holding nothing");
+    }
+  };
+  const holdTimer = config.catchUpHoldRecords > 0 ? setInterval(refreshHeld, 1_000) : undefined;
+
   const consumer = createProjectorConsumer(
     kafka,
     names,
@@ -103,6 +130,7 @@ export async function startService(
       groupId: config.kafka.group,
       partitionsConsumedConcurrently: config.kafka.partitionsConsumedConcurrently,
       maxBatchRecords: config.batch.maxRecords,
+      isHeld: (stream) => held.has(stream),
     },
     { ...batchDeps, metrics, onFatal: (error) => failWith(error) },
   );
@@ -201,6 +229,7 @@ export async function startService(
         }, config.reconcileIntervalMs)
       : undefined;
 
+  if (holdTimer) await refreshHeld();
   await consumer.start();
   logger.info(
     { group: config.kafka.group, topics: lagTopics, metricsPort, version: SERVICE_VERSION },
@@ -223,6 +252,7 @@ export async function startService(
     stopping ??= (async () => {
       logger.info({ reason }, "stopping: no new fetches, committing what was applied, leaving the group");
       clearInterval(lagTimer);
+      if (holdTimer) clearInterval(holdTimer);
       if (reconcileTimer) clearInterval(reconcileTimer);
       await consumer.stop().catch((error) => logger.warn({ error: errorMessage(error) }, "consumer stop failed"));
       await producer.disconnect().catch(() => {});

@@ -2,7 +2,7 @@ import type { Consumer, EachBatchPayload, Kafka, KafkaMessage } from "kafkajs";
 import { classify, errorMessage } from "../../errors.js";
 import { HEADER, headerNumber } from "../../pipeline/headers.js";
 import { type BatchDeps, processBatch } from "../../pipeline/process-batch.js";
-import type { Clock, Logger, SourceRecord } from "../../ports.js";
+import type { Clock, Logger, SourceRecord, Stream } from "../../ports.js";
 import { consumedTopics, roleOfTopic, type TopicNames } from "../../topics.js";
 import type { PrometheusMetrics } from "../metrics/prometheus.js";
 
@@ -12,6 +12,8 @@ export interface ConsumerOptions {
   readonly maxBatchRecords: number;
   /** First pause after an infrastructure failure; doubles up to 30 s while the failure lasts. */
   readonly pauseOnFailureMs?: number;
+  /** Streams whose source topics wait while an upstream stream catches up (see pipeline/catch-up.ts). */
+  readonly isHeld?: (stream: Stream) => boolean;
 }
 
 export interface ProjectorConsumer {
@@ -25,6 +27,7 @@ export interface ProjectorConsumer {
 }
 
 const MAX_PAUSE_MS = 30_000;
+const HOLD_PAUSE_MS = 1_000;
 
 /**
  * The consumer group over the three source topics and their retry topics. Each fetched partition
@@ -69,6 +72,10 @@ export function createProjectorConsumer(
     const partitionKey = `${batch.topic}/${batch.partition}`;
     progressAt = deps.clock.now();
     if (!role || role.role === "dead-letter" || batch.messages.length === 0) return;
+    if (role.role === "source" && options.isHeld?.(role.stream)) {
+      pauseFor(payload, HOLD_PAUSE_MS);
+      return;
+    }
     deps.metrics.recordConsumed(batch.topic, batch.partition, batch.messages.length);
 
     for (let start = 0; start < batch.messages.length; start += options.maxBatchRecords) {
