@@ -128,18 +128,8 @@ interface RunResult {
 async function main(): Promise<void> {
   const started = new Date();
   const runId = started.toISOString().replace(/[-:]/g, "").replace(/\..*/, "").replace("T", "-");
-  let usedLocalStack = false;
-  if (!(process.env.KAFKA_BROKERS && process.env.NEO4J_URI && process.env.SCHEMA_REGISTRY_URL)) {
-    say("bringing up the local stack (stack/README.md)…");
-    const { stackUp } = await import("../stack/api.js");
-    const up = await stackUp({ log: (line) => say(`  ${line}`) });
-    process.env.KAFKA_BROKERS = up.kafkaBrokers.join(",");
-    process.env.NEO4J_URI = up.neo4jUri;
-    process.env.NEO4J_USER = up.neo4jUser;
-    process.env.NEO4J_PASSWORD = up.neo4jPassword;
-    process.env.SCHEMA_REGISTRY_URL = up.schemaRegistryUrl;
-    usedLocalStack = true;
-  }
+  const { useLocalStackUnlessConfigured } = await import("../stack/api.js");
+  const usedLocalStack = await useLocalStackUnlessConfigured(process.env, say);
   const prefix = `bench-${runId}`;
   const baseEnv: Record<string, string> = {
     KAFKA_BROKERS: process.env.KAFKA_BROKERS as string,

@@ -27,16 +27,8 @@ const { values: flags } = parseArgs({
 const say = (line: string) => process.stderr.write(`${line}\n`);
 
 async function main(): Promise<void> {
-  if (!(process.env.KAFKA_BROKERS && process.env.NEO4J_URI && process.env.SCHEMA_REGISTRY_URL)) {
-    say("bringing up the local stack (Kafka, schema registry, Neo4j) — the first time downloads from Maven Central…");
-    const { stackUp } = await import("../stack/api.js");
-    const up = await stackUp({ log: (line) => say(`  ${line}`) });
-    process.env.KAFKA_BROKERS = up.kafkaBrokers.join(",");
-    process.env.NEO4J_URI = up.neo4jUri;
-    process.env.NEO4J_USER = up.neo4jUser;
-    process.env.NEO4J_PASSWORD = up.neo4jPassword;
-    process.env.SCHEMA_REGISTRY_URL = up.schemaRegistryUrl;
-  }
+  const { useLocalStackUnlessConfigured } = await import("../stack/api.js");
+  await useLocalStackUnlessConfigured(process.env, say);
   const config = loadConfig(process.env);
   // Progress and logs go to stderr: stdout carries only the report.
   const logger = createLogger(process.env.LOG_LEVEL ? config.logLevel : "warn", pino.destination(2));

@@ -360,3 +360,23 @@ export async function stackReset(opts: StackOptions = {}): Promise<void> {
     fs.rmSync(dir, { recursive: true, force: true });
   }
 }
+
+/**
+ * For the demo and the benchmark: when KAFKA_BROKERS, NEO4J_URI and SCHEMA_REGISTRY_URL are all set
+ * they name the user's own servers and nothing starts; otherwise the local stack comes up and its
+ * endpoints are written into `env`. Returns whether the local stack is in use.
+ */
+export async function useLocalStackUnlessConfigured(
+  env: NodeJS.ProcessEnv,
+  log: (line: string) => void,
+): Promise<boolean> {
+  if (env.KAFKA_BROKERS && env.NEO4J_URI && env.SCHEMA_REGISTRY_URL) return false;
+  log("bringing up the local stack (Kafka, schema registry, Neo4j) — the first time downloads from Maven Central…");
+  const up = await stackUp({ log: (line) => log(`  ${line}`) });
+  env.KAFKA_BROKERS = up.kafkaBrokers.join(",");
+  env.NEO4J_URI = up.neo4jUri;
+  env.NEO4J_USER = up.neo4jUser;
+  env.NEO4J_PASSWORD = up.neo4jPassword;
+  env.SCHEMA_REGISTRY_URL = up.schemaRegistryUrl;
+  return true;
+}
