@@ -28,7 +28,7 @@ const say = (line: string) => process.stderr.write(`${line}\n`);
 
 async function main(): Promise<void> {
   const { useLocalStackUnlessConfigured } = await import("../stack/api.js");
-  await useLocalStackUnlessConfigured(process.env, say);
+  const onLocalStack = await useLocalStackUnlessConfigured(process.env, say);
   const config = loadConfig(process.env);
   // Progress and logs go to stderr: stdout carries only the report.
   const logger = createLogger(process.env.LOG_LEVEL ? config.logLevel : "warn", pino.destination(2));
@@ -87,7 +87,7 @@ async function main(): Promise<void> {
     process.stdout.write(`
 Where to look next
   metrics        http://127.0.0.1:${service.metricsPort}/metrics   (health: /healthz, /readyz)
-  Neo4j          ${config.neo4j.uri} as ${config.neo4j.user} (password in NEO4J_PASSWORD; the local stack prints it)
+  Neo4j          ${config.neo4j.uri} as ${config.neo4j.user}${onLocalStack ? ` (local stack password: ${config.neo4j.password})` : ""}
   try in Cypher  MATCH (a:Agent {agent_id: '${revocation.agent_id}'})-[r]->(x) RETURN type(r), x, r
                  MATCH p = (a:Agent)-[:CAN_ESCALATE_TO*1.. {declared: true}]->(t:Agent {agent_id: 'os-agt-001'}) RETURN p LIMIT 5
   publish more   npx agent-graph-projector produce events.ndjson   (one JSON event a line, "type" names the topic)
