@@ -21,10 +21,6 @@ export function returnedIndexes(result: StatementResult | undefined): Set<number
   return new Set((result?.records ?? []).map((record) => Number(record.i)));
 }
 
-export function resultNamed(results: readonly StatementResult[], name: Statement["name"]): StatementResult[] {
-  return results.filter((result) => result.name === name);
-}
-
 /** Duplicates of a representative get its fate, except that only one of them counts as the application. */
 export function copyFateToDuplicates(
   fates: Map<number, Fate>,
