@@ -227,7 +227,7 @@ async function main(): Promise<void> {
       await wipeGraph(driver, database);
       const result = await loadDirect(graph, database, log, bestConfig.batch, bestConfig.concurrency);
       say(
-        `ceiling (full log, batch ${result.batch} × ${result.concurrency}): ${Math.round(result.recordsPerSecond)} rec/s, deferred ${result.deferred}, retries ${result.retries}`,
+        `ceiling (full log, batch ${result.batch} × ${result.concurrency}): ${Math.round(result.recordsPerSecond)} rec/s, deferred ${result.deferred}, retries ${result.retries}; stages ${JSON.stringify(result.stageSeconds)} s`,
       );
       best.push(result);
     }

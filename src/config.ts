@@ -75,7 +75,10 @@ const envSchema = z.object({
   METRICS_HOST: z.string().min(1).default("0.0.0.0"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   BATCH_MAX_RECORDS: int(5000, 1, 100_000),
-  PARTITIONS_CONSUMED_CONCURRENTLY: int(2, 1, 256),
+  PARTITIONS_CONSUMED_CONCURRENTLY: int(6, 1, 256),
+  NEO4J_MAX_CONCURRENT_WRITES: int(2, 1, 256),
+  FETCH_MAX_BYTES_PER_PARTITION: int(1_048_576, 1024, 1_073_741_824),
+  FETCH_MAX_BYTES: int(10_485_760, 1024, 1_073_741_824),
   MAX_LIST_LENGTH: int(1000, 1, 1_000_000),
   RETRY_MAX_ATTEMPTS: int(12, 1, 10_000),
   RETRY_MAX_AGE_MS: int(3_600_000, 1000, 30 * 86_400_000),
@@ -104,6 +107,8 @@ const configSchema = envSchema.transform((env) => ({
           },
     group: env.CONSUMER_GROUP,
     partitionsConsumedConcurrently: env.PARTITIONS_CONSUMED_CONCURRENTLY,
+    fetchMaxBytesPerPartition: env.FETCH_MAX_BYTES_PER_PARTITION,
+    fetchMaxBytes: env.FETCH_MAX_BYTES,
   },
   registry: {
     url: env.SCHEMA_REGISTRY_URL,
@@ -118,6 +123,7 @@ const configSchema = envSchema.transform((env) => ({
     password: env.NEO4J_PASSWORD,
     database: env.NEO4J_DATABASE,
     maxPoolSize: env.NEO4J_MAX_POOL_SIZE,
+    maxConcurrentWrites: env.NEO4J_MAX_CONCURRENT_WRITES,
     txTimeoutMs: env.NEO4J_TX_TIMEOUT_MS,
   },
   topics: {

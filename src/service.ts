@@ -45,7 +45,7 @@ export async function startService(
   const databases = new Map(config.tenants.map((route) => [route.tenantId, route.database]));
 
   const driver = createDriver(config.neo4j);
-  const graph = createGraphWriter(driver, metrics, config.neo4j.txTimeoutMs);
+  const graph = createGraphWriter(driver, metrics, config.neo4j.txTimeoutMs, config.neo4j.maxConcurrentWrites);
   await migrate(driver, databases.values());
   logger.info({ databases: [...new Set(databases.values())] }, "constraints in place");
 
@@ -98,15 +98,19 @@ export async function startService(
     retry: config.retry,
   };
   // Dependency-aware catch-up: hold outcomes behind a registry backlog and escalations behind an
-  // outcome backlog, judged from the whole group's committed offsets, polled every second.
+  // outcome backlog, judged from the whole group's committed offsets. Checked every second, every
+  // quarter second while something is held, and after each commit upstream of a held stream, so
+  // that the next stage starts as soon as the group's lag allows it.
   let held = new Set<Stream>();
+  // The consumer is created below, with isHeld reading this state; it fills this in.
+  let releaseHeld = () => {};
   const upstreamTopics = [names.source["registry-mutation"], names.source["outcome-created"]];
-  const refreshHeld = async () => {
+  const checkHeld = async () => {
     try {
       const lags = await fetchLag(admin, config.kafka.group, upstreamTopics);
       const sum = (topic: string) =>
         lags.filter((entry) => entry.topic === topic).reduce((total, entry) => total + entry.lag, 0);
-      const next = heldStreams(
+      return heldStreams(
         {
           "registry-mutation": sum(names.source["registry-mutation"]),
           "outcome-created": sum(names.source["outcome-created"]),
@@ -114,14 +118,44 @@ export async function startService(
         },
         config.catchUpHoldRecords,
       );
-      if ([...next].join() !== [...held].join()) logger.info({ held: [...next] }, "catch-up hold changed");
-      held = next;
     } catch (error) {
-      held = new Set();
       logger.debug({ error: errorMessage(error) }, "catch-up lag check failed; holding nothing");
+      return new Set<Stream>();
     }
   };
-  const holdTimer = config.catchUpHoldRecords > 0 ? setInterval(refreshHeld, 1_000) : undefined;
+  let holdCheck: Promise<void> | undefined;
+  let holdCheckAgain = false;
+  const refreshHeld = (): Promise<void> => {
+    if (holdCheck) {
+      holdCheckAgain = true;
+      return holdCheck;
+    }
+    holdCheck = (async () => {
+      do {
+        holdCheckAgain = false;
+        const next = await checkHeld();
+        const lifted = [...held].some((stream) => !next.has(stream));
+        if ([...next].join() !== [...held].join()) logger.info({ held: [...next] }, "catch-up hold changed");
+        held = next;
+        if (lifted) releaseHeld();
+      } while (holdCheckAgain);
+    })().finally(() => {
+      holdCheck = undefined;
+    });
+    return holdCheck;
+  };
+  let holdTimer: NodeJS.Timeout | undefined;
+  let holdStopped = false;
+  const scheduleHoldCheck = () => {
+    if (holdStopped) return;
+    holdTimer = setTimeout(
+      () => {
+        void refreshHeld().finally(scheduleHoldCheck);
+      },
+      held.size > 0 ? 250 : 1_000,
+    );
+  };
+  const holding = config.catchUpHoldRecords > 0;
 
   const consumer = createProjectorConsumer(
     kafka,
@@ -130,10 +164,19 @@ export async function startService(
       groupId: config.kafka.group,
       partitionsConsumedConcurrently: config.kafka.partitionsConsumedConcurrently,
       maxBatchRecords: config.batch.maxRecords,
+      fetchMaxBytesPerPartition: config.kafka.fetchMaxBytesPerPartition,
+      fetchMaxBytes: config.kafka.fetchMaxBytes,
       isHeld: (stream) => held.has(stream),
+      onCommitted: (stream) => {
+        const upstreamOfHeld =
+          (stream === "registry-mutation" && held.size > 0) ||
+          (stream === "outcome-created" && held.has("escalation-edge"));
+        if (upstreamOfHeld) void refreshHeld();
+      },
     },
     { ...batchDeps, metrics, onFatal: (error) => failWith(error) },
   );
+  releaseHeld = () => consumer.releaseHeld();
 
   let registryOk = { at: 0, ok: false };
   const server: Server = await startHttpServer(
@@ -229,7 +272,10 @@ export async function startService(
         }, config.reconcileIntervalMs)
       : undefined;
 
-  if (holdTimer) await refreshHeld();
+  if (holding) {
+    await refreshHeld();
+    scheduleHoldCheck();
+  }
   await consumer.start();
   logger.info(
     { group: config.kafka.group, topics: lagTopics, metricsPort, version: SERVICE_VERSION },
@@ -252,7 +298,8 @@ export async function startService(
     stopping ??= (async () => {
       logger.info({ reason }, "stopping: no new fetches, committing what was applied, leaving the group");
       clearInterval(lagTimer);
-      if (holdTimer) clearInterval(holdTimer);
+      holdStopped = true;
+      if (holdTimer) clearTimeout(holdTimer);
       if (reconcileTimer) clearInterval(reconcileTimer);
       await consumer.stop().catch((error) => logger.warn({ error: errorMessage(error) }, "consumer stop failed"));
       await producer.disconnect().catch(() => {});

@@ -62,6 +62,8 @@ export interface DirectResult {
   readonly deferred: number;
   readonly retries: number;
   readonly batchLatencyMs: number[];
+  /** Wall-clock seconds of each stage, to set beside the projector's per-topic times. */
+  readonly stageSeconds: Record<string, number>;
 }
 
 /**
@@ -81,12 +83,14 @@ export async function loadDirect(
   let transactions = 0;
   let deferred = 0;
   const latencies: number[] = [];
+  const stageSeconds: Record<string, number> = {};
   const stages: [keyof typeof PROJECT, readonly ProjectorEvent[], number][] = [
     ["registry", log.registry, 1],
     ["outcomes", log.outcomes, concurrency],
     ["escalations", log.escalations, concurrency],
   ];
   for (const [stage, events, workers] of stages) {
+    const stageStarted = performance.now();
     const chunks: ProjectorEvent[][] = [];
     for (let start = 0; start < events.length; start += batch) chunks.push(events.slice(start, start + batch));
     let next = 0;
@@ -103,6 +107,7 @@ export async function loadDirect(
         }
       }),
     );
+    stageSeconds[stage] = Math.round(performance.now() - stageStarted) / 1000;
   }
   const seconds = (performance.now() - started) / 1000;
   const records = log.registry.length + log.outcomes.length + log.escalations.length;
@@ -116,6 +121,7 @@ export async function loadDirect(
     deferred,
     retries: directCounters.retries - retriesBefore,
     batchLatencyMs: latencies,
+    stageSeconds,
   };
 }
 

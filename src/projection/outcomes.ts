@@ -32,17 +32,19 @@ export function projectOutcomes(events: readonly Indexed<OutcomeCreated>[]): Pla
     // Rows in agent order: every transaction then locks the shared Agent nodes in one global order,
     // so concurrent partitions queue behind each other instead of deadlocking (and waiting out the
     // driver's retry backoff). Each outcome_id appears once per round, so row order changes nothing else.
-    const rows = [...round].sort(byAgent).map(({ i, event }) => ({
-      i,
+    // Each statement gets only the fields it reads: parameter packing is most of the driver's CPU.
+    const sorted = [...round].sort(byAgent);
+    const outcomeRows = sorted.map(({ event }) => ({
       outcome_id: event.outcome_id,
       agent_id: event.agent_id,
       status: event.status,
       correlation_id: event.correlation_id,
       created_at: event.created_at,
     }));
+    const producedRows = sorted.map(({ i, event }) => ({ i, outcome_id: event.outcome_id, agent_id: event.agent_id }));
     return [
-      { name: "outcome", cypher: OUTCOME_PROJECTION, params: { rows } },
-      { name: "3.3", cypher: PRODUCED, params: { rows } },
+      { name: "outcome", cypher: OUTCOME_PROJECTION, params: { rows: outcomeRows } },
+      { name: "3.3", cypher: PRODUCED, params: { rows: producedRows } },
     ] satisfies Statement[];
   });
   return {

@@ -104,12 +104,16 @@ describe("projectOutcomes", () => {
       outcome("o-1", "fin-agt-001", { status: "succeeded" }),
     ];
     const plan = projectOutcomes(events.map((event, i) => ({ i, event })));
-    expect(plan.statements.map((s) => [s.name, s.params.rows.map((row) => row.status)])).toEqual([
+    expect(
+      plan.statements.map((s) => [s.name, s.params.rows.map((row) => (s.name === "3.3" ? row.i : row.status))]),
+    ).toEqual([
       ["outcome", ["pending"]],
-      ["3.3", ["pending"]],
+      ["3.3", [0]],
       ["outcome", ["succeeded"]],
-      ["3.3", ["succeeded"]],
+      ["3.3", [1]],
     ]);
+    // §3.3 reads only the two ids; the record index maps its result back to a fate.
+    expect(Object.keys(plan.statements[1]?.params.rows[0] ?? {}).sort()).toEqual(["agent_id", "i", "outcome_id"]);
   });
 });
 

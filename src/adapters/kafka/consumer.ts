@@ -10,10 +10,15 @@ export interface ConsumerOptions {
   readonly groupId: string;
   readonly partitionsConsumedConcurrently: number;
   readonly maxBatchRecords: number;
+  /** kafkajs fetch limits: how much one fetch may bring back per partition and in all. */
+  readonly fetchMaxBytesPerPartition?: number;
+  readonly fetchMaxBytes?: number;
   /** First pause after an infrastructure failure; doubles up to 30 s while the failure lasts. */
   readonly pauseOnFailureMs?: number;
   /** Streams whose source topics wait while an upstream stream catches up (see pipeline/catch-up.ts). */
   readonly isHeld?: (stream: Stream) => boolean;
+  /** Called after a sub-batch of a stream was applied and its offset committed. */
+  readonly onCommitted?: (stream: Stream) => void;
 }
 
 export interface ProjectorConsumer {
@@ -24,10 +29,16 @@ export interface ProjectorConsumer {
   /** When the consumer last fetched, applied or paused on purpose; liveness reads it. */
   lastProgressAt(): number;
   assignment(): ReadonlyMap<string, readonly number[]>;
+  /** Resumes at once the partitions paused by the catch-up hold, for when the hold has lifted. */
+  releaseHeld(): void;
 }
 
 const MAX_PAUSE_MS = 30_000;
-const HOLD_PAUSE_MS = 1_000;
+/**
+ * A held partition stays paused until releaseHeld() is called for it; this is only the fallback
+ * re-check. Resuming earlier would refetch (and throw away) up to a fetch's worth of its records.
+ */
+const HOLD_PAUSE_MS = 10_000;
 
 /**
  * The consumer group over the three source topics and their retry topics. Each fetched partition
@@ -48,7 +59,13 @@ export function createProjectorConsumer(
     rebalanceTimeout: 60_000,
     heartbeatInterval: 3_000,
     allowAutoTopicCreation: false,
-    maxWaitTimeInMs: 500,
+    // The broker's long poll when nothing is waiting. Short, because partitions resumed meanwhile
+    // (a lifted catch-up hold, a retry that fell due) are only fetched once it returns.
+    maxWaitTimeInMs: 100,
+    ...(options.fetchMaxBytesPerPartition === undefined
+      ? {}
+      : { maxBytesPerPartition: options.fetchMaxBytesPerPartition }),
+    ...(options.fetchMaxBytes === undefined ? {} : { maxBytes: options.fetchMaxBytes }),
     retry: { retries: 10 },
   });
   let joined = false;
@@ -57,13 +74,29 @@ export function createProjectorConsumer(
   const failures = new Map<string, number>();
   const timers = new Set<NodeJS.Timeout>();
 
-  const pauseFor = (payload: EachBatchPayload, ms: number) => {
-    const resume = payload.pause();
+  const heldPauses = new Map<NodeJS.Timeout, () => void>();
+
+  const pauseUntil = (resume: () => void, ms: number, held: boolean) => {
     const timer = setTimeout(() => {
       timers.delete(timer);
+      heldPauses.delete(timer);
       resume();
     }, ms);
     timers.add(timer);
+    if (held) heldPauses.set(timer, resume);
+  };
+  const pauseFor = (payload: EachBatchPayload, ms: number, held = false) => pauseUntil(payload.pause(), ms, held);
+
+  /** Pauses, before the first fetch after a join, the partitions of streams the catch-up holds back. */
+  const holdOnJoin = (assignment: Record<string, number[]>) => {
+    for (const [topic, partitions] of Object.entries(assignment)) {
+      const role = roleOfTopic(names, topic);
+      if (role?.role !== "source" || !options.isHeld?.(role.stream)) continue;
+      consumer.pause([{ topic, partitions }]);
+      for (const partition of partitions) {
+        pauseUntil(() => consumer.resume([{ topic, partitions: [partition] }]), HOLD_PAUSE_MS, true);
+      }
+    }
   };
 
   async function eachBatch(payload: EachBatchPayload): Promise<void> {
@@ -73,16 +106,18 @@ export function createProjectorConsumer(
     progressAt = deps.clock.now();
     if (!role || role.role === "dead-letter" || batch.messages.length === 0) return;
     if (role.role === "source" && options.isHeld?.(role.stream)) {
-      pauseFor(payload, HOLD_PAUSE_MS);
+      pauseFor(payload, HOLD_PAUSE_MS, true);
       return;
     }
     deps.metrics.recordConsumed(batch.topic, batch.partition, batch.messages.length);
 
-    for (let start = 0; start < batch.messages.length; start += options.maxBatchRecords) {
+    // Equal sub-batches: 11,000 records go as 3 × 3,667 rather than 5,000 + 5,000 + 1,000, which would
+    // spend a whole transaction's overhead on a short tail.
+    const count = batch.messages.length;
+    const size = Math.ceil(count / Math.ceil(count / options.maxBatchRecords));
+    for (let start = 0; start < count; start += size) {
       if (!payload.isRunning() || payload.isStale()) return;
-      let chunk = batch.messages
-        .slice(start, start + options.maxBatchRecords)
-        .map((m) => toSourceRecord(batch.topic, batch.partition, m));
+      let chunk = batch.messages.slice(start, start + size).map((m) => toSourceRecord(batch.topic, batch.partition, m));
       let waitUntil: number | undefined;
       if (role.role === "retry") {
         // Retry records are roughly in due order; wait on the first one not yet due, and everything after it.
@@ -130,6 +165,7 @@ export function createProjectorConsumer(
         await payload.commitOffsetsIfNecessary();
         await payload.heartbeat();
         progressAt = deps.clock.now();
+        if (role.role === "source") options.onCommitted?.(role.stream);
       }
       if (waitUntil !== undefined) {
         pauseFor(payload, Math.max(50, Math.min(waitUntil - deps.clock.now(), MAX_PAUSE_MS)));
@@ -142,6 +178,7 @@ export function createProjectorConsumer(
     joined = true;
     deps.metrics.recordRebalance();
     currentAssignment = new Map(Object.entries(event.payload.memberAssignment));
+    holdOnJoin(event.payload.memberAssignment);
     deps.logger.info(
       { assignment: event.payload.memberAssignment, generation: event.payload.groupId },
       "joined consumer group",
@@ -184,6 +221,14 @@ export function createProjectorConsumer(
     isJoined: () => joined,
     lastProgressAt: () => progressAt,
     assignment: () => currentAssignment,
+    releaseHeld() {
+      for (const [timer, resume] of heldPauses) {
+        clearTimeout(timer);
+        timers.delete(timer);
+        resume();
+      }
+      heldPauses.clear();
+    },
   };
 }
 

@@ -1,4 +1,5 @@
 import neo4j, { type Driver } from "neo4j-driver";
+import pLimit from "p-limit";
 import type { Config } from "../../config.js";
 import { CONSTRAINTS } from "../../cypher/s6-constraints.js";
 import type { Statement, StatementResult } from "../../cypher/statement.js";
@@ -9,50 +10,92 @@ export function createDriver(config: Config["neo4j"]): Driver {
   return neo4j.driver(config.uri, neo4j.auth.basic(config.user, config.password ?? ""), {
     maxConnectionPoolSize: config.maxPoolSize,
     connectionAcquisitionTimeout: 30_000,
+    // Managed transactions (reads, pings) only; writes retry in apply() below.
     maxTransactionRetryTime: 15_000,
     userAgent: "agent-graph-projector",
     disableLosslessIntegers: false,
   });
 }
 
+/** How long one batch may keep retrying transient failures before the caller's pause takes over. */
+const RETRY_BUDGET_MS = 15_000;
+const MIN_RETRY_DELAY_MS = 25;
+const MAX_RETRY_DELAY_MS = 2_000;
+
 /**
- * The only place statements meet Neo4j. A batch's statements run in order in one managed write
- * transaction; the driver retries it on transient errors (deadlocks, leader switches, lost
- * connections), which is safe because every statement is an idempotent MERGE. Each extra attempt is
- * counted. What still fails after the driver's retry budget reaches the caller, which pauses.
+ * The only place statements meet Neo4j. A batch's statements run in order in one explicit write
+ * transaction, retried on transient errors (deadlocks, leader switches, lost connections): safe
+ * because every statement is an idempotent MERGE. Each extra attempt is counted. What still fails
+ * after the retry budget reaches the caller, which pauses the partition.
+ *
+ * The driver's managed transactions wait a fixed second before their first retry. Our transient
+ * failures are mostly deadlocks between partitions writing onto the same Agent nodes; the other
+ * transaction needs about as long as ours had run to finish, so the wait starts from the failed
+ * attempt's duration (see retryDelayMs): short for short batches, and never so short that the retry
+ * walks straight back into the transaction it collided with.
  */
-export function createGraphWriter(driver: Driver, metrics: Metrics, txTimeoutMs: number): GraphWriter {
+export function createGraphWriter(
+  driver: Driver,
+  metrics: Metrics,
+  txTimeoutMs: number,
+  maxConcurrentWrites = Number.POSITIVE_INFINITY,
+): GraphWriter {
+  // A bound on write transactions in flight, separate from how many partitions are consumed at once:
+  // partitions waiting for a slot decode and project their next batch meanwhile, and a partition that
+  // runs dry hands its slot to another at once instead of leaving Neo4j idle.
+  const writeSlot = pLimit(maxConcurrentWrites);
+  async function applyOnce(database: string, statements: readonly Statement[]): Promise<StatementResult[]> {
+    const session = driver.session({ database, defaultAccessMode: neo4j.session.WRITE });
+    try {
+      const tx = await session.beginTransaction({ timeout: txTimeoutMs });
+      try {
+        const results: StatementResult[] = [];
+        for (const statement of statements) {
+          const result = await tx.run(statement.cypher, statement.params);
+          const counters = result.summary.counters.updates();
+          results.push({
+            name: statement.name,
+            records: result.records.map((record) => toPlain(record.toObject()) as Record<string, unknown>),
+            counters: {
+              nodesCreated: counters.nodesCreated,
+              nodesDeleted: counters.nodesDeleted,
+              relationshipsCreated: counters.relationshipsCreated,
+              relationshipsDeleted: counters.relationshipsDeleted,
+              propertiesSet: counters.propertiesSet,
+            },
+          });
+        }
+        await tx.commit();
+        return results;
+      } catch (error) {
+        if (tx.isOpen()) await tx.rollback().catch(() => {});
+        throw error;
+      }
+    } finally {
+      await session.close();
+    }
+  }
+
   return {
     async apply(database: string, statements: readonly Statement[]): Promise<StatementResult[]> {
-      const session = driver.session({ database, defaultAccessMode: neo4j.session.WRITE });
-      let attempts = 0;
-      try {
-        return await session.executeWrite(
-          async (tx) => {
-            attempts += 1;
-            if (attempts > 1) metrics.recordTransactionRetry();
-            const results: StatementResult[] = [];
-            for (const statement of statements) {
-              const result = await tx.run(statement.cypher, statement.params);
-              const counters = result.summary.counters.updates();
-              results.push({
-                name: statement.name,
-                records: result.records.map((record) => toPlain(record.toObject()) as Record<string, unknown>),
-                counters: {
-                  nodesCreated: counters.nodesCreated,
-                  nodesDeleted: counters.nodesDeleted,
-                  relationshipsCreated: counters.relationshipsCreated,
-                  relationshipsDeleted: counters.relationshipsDeleted,
-                  propertiesSet: counters.propertiesSet,
-                },
-              });
+      const started = Date.now();
+      for (let attempt = 1; ; attempt++) {
+        let attemptMs = 0;
+        try {
+          return await writeSlot(async () => {
+            const attemptStarted = Date.now();
+            try {
+              return await applyOnce(database, statements);
+            } finally {
+              attemptMs = Date.now() - attemptStarted;
             }
-            return results;
-          },
-          { timeout: txTimeoutMs },
-        );
-      } finally {
-        await session.close();
+          });
+        } catch (error) {
+          const delay = retryDelayMs(attempt, attemptMs);
+          if (!neo4j.isRetryableError(error) || Date.now() - started + delay > RETRY_BUDGET_MS) throw error;
+          metrics.recordTransactionRetry();
+          await new Promise((resolve) => setTimeout(resolve, delay));
+        }
       }
     },
 
@@ -89,4 +132,13 @@ export async function migrate(driver: Driver, databases: Iterable<string>): Prom
     for (const constraint of CONSTRAINTS) await driver.executeQuery(constraint, {}, { database });
     await driver.executeQuery("CALL db.awaitIndexes(300)", {}, { database });
   }
+}
+
+/**
+ * The wait before retry number `attempt`: the failed attempt's duration (at least 25 ms), doubled per
+ * attempt, capped at 2 s, with ±50% jitter so that two deadlocked writers part.
+ */
+export function retryDelayMs(attempt: number, attemptMs: number, random: () => number = Math.random): number {
+  const base = Math.min(Math.max(attemptMs, MIN_RETRY_DELAY_MS) * 2 ** (attempt - 1), MAX_RETRY_DELAY_MS);
+  return Math.round(base * (0.5 + random()));
 }
