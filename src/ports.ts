@@ -65,7 +65,8 @@ export const systemClock: Clock = { now: () => Date.now() };
 
 /** The narrow metrics surface the core records through; prom-client lives in its adapter. */
 export interface Metrics {
-  recordFate(stream: Stream, patterns: readonly string[], fate: Fate): void;
+  /** `count` records of one batch met the same fate. */
+  recordFate(stream: Stream, patterns: readonly string[], fate: Fate, count?: number): void;
   recordStatement(result: StatementResult): void;
   recordBatch(stream: Stream, size: number, seconds: number): void;
   recordTransactionRetry(): void;

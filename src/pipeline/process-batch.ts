@@ -91,6 +91,8 @@ export async function processBatch(
     for (const [i, fate] of plan.fates(results)) fates.set(i, fate);
   }
 
+  // Counted per distinct fate, not per record: a batch has thousands of records and few outcomes.
+  const fateCounts = new Map<string, { fate: Fate; count: number }>();
   const sinkItems: SinkItem[] = [];
   const summary: Record<Fate["kind"], number> = { applied: 0, unchanged: 0, stale: 0, deferred: 0, "dead-lettered": 0 };
   records.forEach((record, i) => {
@@ -130,8 +132,14 @@ export async function processBatch(
       );
     }
     summary[fate.kind] += 1;
-    deps.metrics.recordFate(stream, STREAM_PATTERNS[stream], fate);
+    const fateKey =
+      fate.kind === "deferred" || fate.kind === "dead-lettered" ? `${fate.kind}:${fate.reason}` : fate.kind;
+    const counted = fateCounts.get(fateKey);
+    if (counted) counted.count += 1;
+    else fateCounts.set(fateKey, { fate, count: 1 });
   });
+  for (const { fate, count } of fateCounts.values())
+    deps.metrics.recordFate(stream, STREAM_PATTERNS[stream], fate, count);
   if (sinkItems.length > 0) await deps.sink.send(sinkItems);
 
   const last = records.at(-1);

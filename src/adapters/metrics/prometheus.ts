@@ -107,11 +107,11 @@ export function createPrometheusMetrics(): PrometheusMetrics {
 
   return {
     registry,
-    recordFate(stream: Stream, patterns: readonly string[], fate: Fate) {
+    recordFate(stream: Stream, patterns: readonly string[], fate: Fate, count = 1) {
       const reason = fate.kind === "deferred" || fate.kind === "dead-lettered" ? fate.reason : "";
-      records.inc({ stream, result: fate.kind, reason });
-      for (const pattern of patterns) writes.inc({ pattern, result: fate.kind });
-      if (stream === "escalation-edge" && fate.kind === "unchanged") absorbed.inc();
+      records.inc({ stream, result: fate.kind, reason }, count);
+      for (const pattern of patterns) writes.inc({ pattern, result: fate.kind }, count);
+      if (stream === "escalation-edge" && fate.kind === "unchanged") absorbed.inc(count);
     },
     recordStatement(result: StatementResult) {
       const c = result.counters;

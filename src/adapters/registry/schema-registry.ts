@@ -32,12 +32,23 @@ export function createSchemaRegistry(config: Config["registry"], timeoutMs = 5_0
  */
 export function createAvroDecoder(registry: SchemaRegistry): Decoder {
   const readers = new Map(STREAMS.map((stream) => [stream, avro.Type.forSchema(readerSchema(stream) as avro.Schema)]));
+  // Resolutions in progress are shared: a batch's records all ask for the same id at once.
   const resolvers = new Map<string, avro.Resolver | Rejection>();
+  const pending = new Map<string, Promise<avro.Resolver | Rejection>>();
 
-  async function resolverFor(stream: Stream, id: number): Promise<avro.Resolver | Rejection> {
+  function resolverFor(stream: Stream, id: number): avro.Resolver | Rejection | Promise<avro.Resolver | Rejection> {
     const cacheKey = `${stream}:${id}`;
     const cached = resolvers.get(cacheKey);
     if (cached) return cached;
+    let resolving = pending.get(cacheKey);
+    if (!resolving) {
+      resolving = resolve(stream, id, cacheKey).finally(() => pending.delete(cacheKey));
+      pending.set(cacheKey, resolving);
+    }
+    return resolving;
+  }
+
+  async function resolve(stream: Stream, id: number, cacheKey: string): Promise<avro.Resolver | Rejection> {
     let writer: avro.Type;
     try {
       writer = (await registry.getSchema(id)) as unknown as avro.Type;
