@@ -142,6 +142,8 @@ async function main(): Promise<void> {
     TOPIC_ESCALATION_EDGE: `${prefix}.escalation-edge`,
     TOPIC_PARTITIONS: String(PARTITIONS),
     LOG_LEVEL: "info",
+    // As deployed: the Helm chart's and the image's default V8 old-space limit (--env overrides it).
+    NODE_OPTIONS: "--max-old-space-size=384",
     ...EXTRA_ENV,
   };
   const config = loadConfig(baseEnv);

@@ -103,7 +103,7 @@ export async function startService(
   // that the next stage starts as soon as the group's lag allows it.
   let held = new Set<Stream>();
   // The consumer is created below, with isHeld reading this state; it fills this in.
-  let releaseHeld = () => {};
+  let releaseHeld = (_streams: Stream[]) => {};
   const upstreamTopics = [names.source["registry-mutation"], names.source["outcome-created"]];
   const checkHeld = async () => {
     try {
@@ -134,10 +134,10 @@ export async function startService(
       do {
         holdCheckAgain = false;
         const next = await checkHeld();
-        const lifted = [...held].some((stream) => !next.has(stream));
+        const lifted = [...held].filter((stream) => !next.has(stream));
         if ([...next].join() !== [...held].join()) logger.info({ held: [...next] }, "catch-up hold changed");
         held = next;
-        if (lifted) releaseHeld();
+        if (lifted.length > 0) releaseHeld(lifted);
       } while (holdCheckAgain);
     })().finally(() => {
       holdCheck = undefined;
@@ -167,6 +167,9 @@ export async function startService(
       fetchMaxBytesPerPartition: config.kafka.fetchMaxBytesPerPartition,
       fetchMaxBytes: config.kafka.fetchMaxBytes,
       isHeld: (stream) => held.has(stream),
+      // §3.1/§3.2 lock the agent and every agent on its escalation path, so registry batches of two
+      // partitions deadlock on each other more often than not; applied one at a time, they don't.
+      serialStreams: new Set<Stream>(["registry-mutation"]),
       onCommitted: (stream) => {
         const upstreamOfHeld =
           (stream === "registry-mutation" && held.size > 0) ||
@@ -176,7 +179,7 @@ export async function startService(
     },
     { ...batchDeps, metrics, onFatal: (error) => failWith(error) },
   );
-  releaseHeld = () => consumer.releaseHeld();
+  releaseHeld = (streams) => consumer.releaseHeld(streams);
 
   let registryOk = { at: 0, ok: false };
   const server: Server = await startHttpServer(

@@ -27,10 +27,6 @@ RETURN row.i AS i, from IS NOT NULL AND to IS NOT NULL AS produced, from = to AS
  * created, which makes them depend on arrival order. Here recorded_at keeps the pair's earliest
  * observation and last_observed_at the latest observation between the two agents — the same values
  * in-order delivery gives, whatever order records actually arrive in.
- *
- * The ORDER BY only decides which CAN_ESCALATE_TO lock is taken first: every transaction takes them
- * in agent-pair order, so two partitions counting onto the same agents queue instead of
- * deadlocking. Each row's writes are order-free (MERGE, max, +1 per new marker).
  */
 export const ESCALATION_OBSERVED = `
 UNWIND $rows AS row
@@ -41,7 +37,6 @@ WITH row, source, target, from, to,
      datetime({epochMillis: toInteger(row.first_observed_at)}) AS first_seen,
      datetime({epochMillis: toInteger(row.last_observed_at)}) AS last_seen,
      EXISTS { (source)-[:OBSERVED]->(target) } AS already_counted
-ORDER BY from.agent_id, to.agent_id
 MERGE (from)-[r:CAN_ESCALATE_TO]->(to)
   ON CREATE SET r.declared = false, r.observed_count = 0
 MERGE (source)-[obs:OBSERVED]->(target)

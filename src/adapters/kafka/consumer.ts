@@ -1,4 +1,5 @@
 import type { Consumer, EachBatchPayload, Kafka, KafkaMessage } from "kafkajs";
+import pLimit from "p-limit";
 import { classify, errorMessage } from "../../errors.js";
 import { HEADER, headerNumber } from "../../pipeline/headers.js";
 import { type BatchDeps, processBatch } from "../../pipeline/process-batch.js";
@@ -17,6 +18,8 @@ export interface ConsumerOptions {
   readonly pauseOnFailureMs?: number;
   /** Streams whose source topics wait while an upstream stream catches up (see pipeline/catch-up.ts). */
   readonly isHeld?: (stream: Stream) => boolean;
+  /** Streams whose partitions are applied one batch at a time in this instance (see service.ts). */
+  readonly serialStreams?: ReadonlySet<Stream>;
   /** Called after a sub-batch of a stream was applied and its offset committed. */
   readonly onCommitted?: (stream: Stream) => void;
 }
@@ -29,8 +32,8 @@ export interface ProjectorConsumer {
   /** When the consumer last fetched, applied or paused on purpose; liveness reads it. */
   lastProgressAt(): number;
   assignment(): ReadonlyMap<string, readonly number[]>;
-  /** Resumes at once the partitions paused by the catch-up hold, for when the hold has lifted. */
-  releaseHeld(): void;
+  /** Resumes at once the partitions the catch-up hold paused for these streams, when it has lifted. */
+  releaseHeld(streams: Iterable<Stream>): void;
 }
 
 const MAX_PAUSE_MS = 30_000;
@@ -74,18 +77,21 @@ export function createProjectorConsumer(
   const failures = new Map<string, number>();
   const timers = new Set<NodeJS.Timeout>();
 
-  const heldPauses = new Map<NodeJS.Timeout, () => void>();
+  const serial = options.serialStreams ?? new Set<Stream>();
+  const oneAtATime = pLimit(1);
+  const heldPauses = new Map<NodeJS.Timeout, { stream: Stream; resume: () => void }>();
 
-  const pauseUntil = (resume: () => void, ms: number, held: boolean) => {
+  const pauseUntil = (resume: () => void, ms: number, heldStream?: Stream) => {
     const timer = setTimeout(() => {
       timers.delete(timer);
       heldPauses.delete(timer);
       resume();
     }, ms);
     timers.add(timer);
-    if (held) heldPauses.set(timer, resume);
+    if (heldStream) heldPauses.set(timer, { stream: heldStream, resume });
   };
-  const pauseFor = (payload: EachBatchPayload, ms: number, held = false) => pauseUntil(payload.pause(), ms, held);
+  const pauseFor = (payload: EachBatchPayload, ms: number, heldStream?: Stream) =>
+    pauseUntil(payload.pause(), ms, heldStream);
 
   /** Pauses, before the first fetch after a join, the partitions of streams the catch-up holds back. */
   const holdOnJoin = (assignment: Record<string, number[]>) => {
@@ -94,7 +100,7 @@ export function createProjectorConsumer(
       if (role?.role !== "source" || !options.isHeld?.(role.stream)) continue;
       consumer.pause([{ topic, partitions }]);
       for (const partition of partitions) {
-        pauseUntil(() => consumer.resume([{ topic, partitions: [partition] }]), HOLD_PAUSE_MS, true);
+        pauseUntil(() => consumer.resume([{ topic, partitions: [partition] }]), HOLD_PAUSE_MS, role.stream);
       }
     }
   };
@@ -106,7 +112,7 @@ export function createProjectorConsumer(
     progressAt = deps.clock.now();
     if (!role || role.role === "dead-letter" || batch.messages.length === 0) return;
     if (role.role === "source" && options.isHeld?.(role.stream)) {
-      pauseFor(payload, HOLD_PAUSE_MS, true);
+      pauseFor(payload, HOLD_PAUSE_MS, role.stream);
       return;
     }
     deps.metrics.recordConsumed(batch.topic, batch.partition, batch.messages.length);
@@ -133,7 +139,8 @@ export function createProjectorConsumer(
       }
       if (chunk.length > 0) {
         try {
-          await processBatch(role.stream, chunk, deps);
+          const apply = () => processBatch(role.stream, chunk, deps);
+          await (serial.has(role.stream) ? oneAtATime(apply) : apply());
         } catch (error) {
           const attempt = (failures.get(partitionKey) ?? 0) + 1;
           failures.set(partitionKey, attempt);
@@ -221,13 +228,15 @@ export function createProjectorConsumer(
     isJoined: () => joined,
     lastProgressAt: () => progressAt,
     assignment: () => currentAssignment,
-    releaseHeld() {
-      for (const [timer, resume] of heldPauses) {
+    releaseHeld(streams) {
+      const lifted = new Set(streams);
+      for (const [timer, { stream, resume }] of heldPauses) {
+        if (!lifted.has(stream)) continue;
         clearTimeout(timer);
         timers.delete(timer);
+        heldPauses.delete(timer);
         resume();
       }
-      heldPauses.clear();
     },
   };
 }
