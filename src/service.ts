@@ -2,6 +2,7 @@ import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { startHttpServer } from "./adapters/http/server.js";
 import { ensureTopics, fetchLag, topicSpecs } from "./adapters/kafka/admin.js";
+import { createCatchUpHold } from "./adapters/kafka/catch-up-hold.js";
 import { createKafka, createProducer } from "./adapters/kafka/client.js";
 import { createProjectorConsumer, type ProjectorConsumer } from "./adapters/kafka/consumer.js";
 import { createRecordSink } from "./adapters/kafka/record-sink.js";
@@ -11,7 +12,6 @@ import { createAvroDecoder, createSchemaRegistry, registerSchemas } from "./adap
 import type { Config } from "./config.js";
 import { errorMessage } from "./errors.js";
 import type { AppLogger } from "./logger.js";
-import { heldStreams } from "./pipeline/catch-up.js";
 import type { BatchDeps } from "./pipeline/process-batch.js";
 import { type Clock, type Stream, systemClock } from "./ports.js";
 import { DRIFT_KINDS } from "./reconcile/drift.js";
@@ -97,66 +97,7 @@ export async function startService(
     defaultTenant: config.tenants[0]?.tenantId ?? "default",
     retry: config.retry,
   };
-  // Dependency-aware catch-up: hold outcomes behind a registry backlog and escalations behind an
-  // outcome backlog, judged from the whole group's committed offsets. Checked every second, every
-  // quarter second while something is held, and after each commit upstream of a held stream, so
-  // that the next stage starts as soon as the group's lag allows it.
-  let held = new Set<Stream>();
-  // The consumer is created below, with isHeld reading this state; it fills this in.
-  let releaseHeld = (_streams: Stream[]) => {};
-  const upstreamTopics = [names.source["registry-mutation"], names.source["outcome-created"]];
-  const checkHeld = async () => {
-    try {
-      const lags = await fetchLag(admin, config.kafka.group, upstreamTopics);
-      const sum = (topic: string) =>
-        lags.filter((entry) => entry.topic === topic).reduce((total, entry) => total + entry.lag, 0);
-      return heldStreams(
-        {
-          "registry-mutation": sum(names.source["registry-mutation"]),
-          "outcome-created": sum(names.source["outcome-created"]),
-          "escalation-edge": 0,
-        },
-        config.catchUpHoldRecords,
-      );
-    } catch (error) {
-      logger.debug({ error: errorMessage(error) }, "catch-up lag check failed; holding nothing");
-      return new Set<Stream>();
-    }
-  };
-  let holdCheck: Promise<void> | undefined;
-  let holdCheckAgain = false;
-  const refreshHeld = (): Promise<void> => {
-    if (holdCheck) {
-      holdCheckAgain = true;
-      return holdCheck;
-    }
-    holdCheck = (async () => {
-      do {
-        holdCheckAgain = false;
-        const next = await checkHeld();
-        const lifted = [...held].filter((stream) => !next.has(stream));
-        if ([...next].join() !== [...held].join()) logger.info({ held: [...next] }, "catch-up hold changed");
-        held = next;
-        if (lifted.length > 0) releaseHeld(lifted);
-      } while (holdCheckAgain);
-    })().finally(() => {
-      holdCheck = undefined;
-    });
-    return holdCheck;
-  };
-  let holdTimer: NodeJS.Timeout | undefined;
-  let holdStopped = false;
-  const scheduleHoldCheck = () => {
-    if (holdStopped) return;
-    holdTimer = setTimeout(
-      () => {
-        void refreshHeld().finally(scheduleHoldCheck);
-      },
-      held.size > 0 ? 250 : 1_000,
-    );
-  };
-  const holding = config.catchUpHoldRecords > 0;
-
+  const hold = createCatchUpHold(admin, config.kafka.group, names, config.catchUpHoldRecords, logger);
   const consumer = createProjectorConsumer(
     kafka,
     names,
@@ -166,20 +107,15 @@ export async function startService(
       maxBatchRecords: config.batch.maxRecords,
       fetchMaxBytesPerPartition: config.kafka.fetchMaxBytesPerPartition,
       fetchMaxBytes: config.kafka.fetchMaxBytes,
-      isHeld: (stream) => held.has(stream),
+      isHeld: hold.isHeld,
       // §3.1/§3.2 lock the agent and every agent on its escalation path, so registry batches of two
       // partitions deadlock on each other more often than not; applied one at a time, they don't.
       serialStreams: new Set<Stream>(["registry-mutation"]),
-      onCommitted: (stream) => {
-        const upstreamOfHeld =
-          (stream === "registry-mutation" && held.size > 0) ||
-          (stream === "outcome-created" && held.has("escalation-edge"));
-        if (upstreamOfHeld) void refreshHeld();
-      },
+      onCommitted: hold.committed,
     },
     { ...batchDeps, metrics, onFatal: (error) => failWith(error) },
   );
-  releaseHeld = (streams) => consumer.releaseHeld(streams);
+  hold.onLifted((streams) => consumer.releaseHeld(streams));
 
   let registryOk = { at: 0, ok: false };
   const server: Server = await startHttpServer(
@@ -275,10 +211,7 @@ export async function startService(
         }, config.reconcileIntervalMs)
       : undefined;
 
-  if (holding) {
-    await refreshHeld();
-    scheduleHoldCheck();
-  }
+  await hold.start();
   await consumer.start();
   logger.info(
     { group: config.kafka.group, topics: lagTopics, metricsPort, version: SERVICE_VERSION },
@@ -301,8 +234,7 @@ export async function startService(
     stopping ??= (async () => {
       logger.info({ reason }, "stopping: no new fetches, committing what was applied, leaving the group");
       clearInterval(lagTimer);
-      holdStopped = true;
-      if (holdTimer) clearTimeout(holdTimer);
+      hold.stop();
       if (reconcileTimer) clearInterval(reconcileTimer);
       await consumer.stop().catch((error) => logger.warn({ error: errorMessage(error) }, "consumer stop failed"));
       await producer.disconnect().catch(() => {});

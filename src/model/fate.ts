@@ -28,6 +28,11 @@ export const applied: Fate = { kind: "applied" };
 export const unchanged: Fate = { kind: "unchanged" };
 export const stale: Fate = { kind: "stale" };
 
+/** Why a record was deferred or dead-lettered; empty for the fates that need no reason. */
+export function fateReason(fate: Fate): string {
+  return fate.kind === "deferred" || fate.kind === "dead-lettered" ? fate.reason : "";
+}
+
 export function deferred(reason: DeferReason): Fate {
   return { kind: "deferred", reason };
 }

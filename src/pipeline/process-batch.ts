@@ -1,6 +1,6 @@
 import type { Statement, StatementResult } from "../cypher/statement.js";
 import type { ProjectorEvent } from "../model/events.js";
-import { deadLettered, type Fate, Rejection } from "../model/fate.js";
+import { deadLettered, type Fate, fateReason, Rejection } from "../model/fate.js";
 import {
   type ValidationRules,
   validateEscalationEdge,
@@ -132,8 +132,7 @@ export async function processBatch(
       );
     }
     summary[fate.kind] += 1;
-    const fateKey =
-      fate.kind === "deferred" || fate.kind === "dead-lettered" ? `${fate.kind}:${fate.reason}` : fate.kind;
+    const fateKey = `${fate.kind}:${fateReason(fate)}`;
     const counted = fateCounts.get(fateKey);
     if (counted) counted.count += 1;
     else fateCounts.set(fateKey, { fate, count: 1 });

@@ -25,26 +25,30 @@ describe("dependency-aware catch-up on a backlog", () => {
     for (const harness of harnesses) await harness.close();
   });
 
-  it("holds outcomes and escalations until their upstream has caught up: nothing deferred", async () => {
-    expect(log.registry.length).toBeGreaterThan(100);
-    const harness = await Harness.create("catchup", { CATCH_UP_HOLD_RECORDS: "100" });
+  /** Publishes the whole backlog to fresh topics, then starts a projector and waits for it to catch up. */
+  async function projectBacklog(
+    prefix: string,
+    holdRecords: string,
+  ): Promise<{ harness: Harness; service: RunningService }> {
+    const harness = await Harness.create(prefix, { CATCH_UP_HOLD_RECORDS: holdRecords });
     harnesses.push(harness);
     await harness.clearGraph();
     await harness.publish(events);
     const service = await harness.startProjector();
     await harness.waitForCaughtUp();
+    return { harness, service };
+  }
+
+  it("holds outcomes and escalations until their upstream has caught up: nothing deferred", async () => {
+    expect(log.registry.length).toBeGreaterThan(100);
+    const { harness, service } = await projectBacklog("catchup", "100");
     expect(await deferredCount(service)).toBe(0);
     expect(diffGraphs(referenceGraph(events), await harness.dump())).toEqual([]);
     await harness.stopProjectors();
   });
 
   it("without the hold, the same backlog still converges to the same graph (through deferral)", async () => {
-    const harness = await Harness.create("nocatchup", { CATCH_UP_HOLD_RECORDS: "0" });
-    harnesses.push(harness);
-    await harness.clearGraph();
-    await harness.publish(events);
-    const service = await harness.startProjector();
-    await harness.waitForCaughtUp();
+    const { harness, service } = await projectBacklog("nocatchup", "0");
     expect(diffGraphs(referenceGraph(events), await harness.dump())).toEqual([]);
     // Not asserted (it depends on timing), but reported: what the hold saves.
     console.info(`[catch-up] without the hold, ${await deferredCount(service)} record(s) were deferred`);

@@ -1,6 +1,6 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { StatementResult } from "../../cypher/statement.js";
-import type { Fate } from "../../model/fate.js";
+import { type Fate, fateReason } from "../../model/fate.js";
 import type { Metrics, Stream } from "../../ports.js";
 
 export const METRIC_PREFIX = "agp_";
@@ -108,7 +108,7 @@ export function createPrometheusMetrics(): PrometheusMetrics {
   return {
     registry,
     recordFate(stream: Stream, patterns: readonly string[], fate: Fate, count = 1) {
-      const reason = fate.kind === "deferred" || fate.kind === "dead-lettered" ? fate.reason : "";
+      const reason = fateReason(fate);
       records.inc({ stream, result: fate.kind, reason }, count);
       for (const pattern of patterns) writes.inc({ pattern, result: fate.kind }, count);
       if (stream === "escalation-edge" && fate.kind === "unchanged") absorbed.inc(count);
