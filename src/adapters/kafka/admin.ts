@@ -50,12 +50,61 @@ export function topicSpecs(names: TopicNames, layout: TopicLayout): ITopicConfig
 }
 
 /** Creates the missing topics; existing ones are left as they are. Returns the names it created. */
-export async function ensureTopics(admin: Admin, specs: readonly ITopicConfig[]): Promise<string[]> {
+export async function ensureTopics(
+  admin: Admin,
+  specs: readonly ITopicConfig[],
+  leaderTimeoutMs = 30_000,
+): Promise<string[]> {
   const existing = new Set(await admin.listTopics());
   const missing = specs.filter((spec) => !existing.has(spec.topic));
   if (missing.length === 0) return [];
-  await admin.createTopics({ topics: [...missing], waitForLeaders: true });
+  try {
+    await admin.createTopics({ topics: [...missing], waitForLeaders: true });
+  } catch (error) {
+    // kafkajs's wait for leaders only retries LEADER_NOT_AVAILABLE; a broker that has created the
+    // topic but not yet loaded its partitions answers UNKNOWN_TOPIC_OR_PARTITION instead, and
+    // another instance may have created the topic between our list and our create.
+    if (!isTransientAfterCreate(error)) throw error;
+  }
+  await waitForLeaders(
+    admin,
+    missing.map((spec) => spec.topic),
+    leaderTimeoutMs,
+  );
   return missing.map((spec) => spec.topic);
+}
+
+const TRANSIENT_AFTER_CREATE = new Set(["UNKNOWN_TOPIC_OR_PARTITION", "LEADER_NOT_AVAILABLE", "TOPIC_ALREADY_EXISTS"]);
+
+function isTransientAfterCreate(error: unknown): boolean {
+  const { type, errors, cause } = error as { type?: string; errors?: unknown; cause?: unknown };
+  if (type !== undefined && TRANSIENT_AFTER_CREATE.has(type)) return true;
+  // kafkajs wraps the last error of an exhausted retry.
+  if (cause !== undefined && cause !== error && isTransientAfterCreate(cause)) return true;
+  // A partial CreateTopics failure lists one error per topic.
+  return Array.isArray(errors) && errors.length > 0 && errors.every(isTransientAfterCreate);
+}
+
+async function waitForLeaders(admin: Admin, topics: readonly string[], timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    let lastProblem: string;
+    try {
+      const { topics: metadata } = await admin.fetchTopicMetadata({ topics: [...topics] });
+      const leaderless = metadata.flatMap((t) =>
+        t.partitions.filter((p) => p.leader < 0).map((p) => `${t.name}[${p.partitionId}]`),
+      );
+      if (leaderless.length === 0) return;
+      lastProblem = `no leader yet for ${leaderless.slice(0, 5).join(", ")}`;
+    } catch (error) {
+      if (!isTransientAfterCreate(error)) throw error;
+      lastProblem = (error as Error).message;
+    }
+    if (Date.now() >= deadline) {
+      throw new Error(`topics created but not ready after ${timeoutMs} ms: ${lastProblem}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
 }
 
 export class GroupActiveError extends Error {
