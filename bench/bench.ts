@@ -27,6 +27,7 @@ import { STREAMS } from "../src/model/schemas.js";
 import { noopMetrics, type Stream } from "../src/ports.js";
 import { consumedTopics, type TopicNames, topicNames } from "../src/topics.js";
 import { type EventLog, generateEventLog, prng, type WorkloadSize } from "../src/workload/generate.js";
+import { type CpuSeconds, cpuMeter, pidListeningOn, portOf } from "./lib/cpu.js";
 import {
   type DirectResult,
   directCounters,
@@ -54,6 +55,7 @@ const { values: flags } = parseArgs({
     repeat: { type: "string", default: "1" },
     "baseline-sample": { type: "string", default: "5000" },
     "skip-ceiling": { type: "boolean", default: false },
+    "ceiling-config": { type: "string" },
     "skip-baseline": { type: "boolean", default: false },
     "keep-graph": { type: "boolean", default: false },
     env: { type: "string", multiple: true, default: [] },
@@ -123,6 +125,8 @@ interface RunResult {
   readonly peakRssMiB: number[];
   readonly fingerprint: Record<string, number>;
   readonly errors: string[];
+  /** CPU seconds per process from the first join to zero lag (bench/lib/cpu.ts). */
+  readonly cpuSeconds: CpuSeconds;
 }
 
 async function main(): Promise<void> {
@@ -167,6 +171,11 @@ async function main(): Promise<void> {
   );
   await migrate(driver, [database]);
   const registry = createSchemaRegistry(config.registry);
+  const servers = {
+    neo4j: pidListeningOn(portOf(config.neo4j.uri, 7687)),
+    kafka: pidListeningOn(portOf(config.kafka.brokers[0] ?? "", 9092)),
+    registry: pidListeningOn(portOf(config.registry.url, 8081)),
+  };
 
   // ---- workload, published before any clock starts -------------------------------------------
   const size = workloadSize(AGENTS, OUTCOMES, ESCALATIONS);
@@ -214,8 +223,10 @@ async function main(): Promise<void> {
           [5000, 2],
           [5000, 4],
         ];
+    // --ceiling-config BATCHxCONCURRENCY skips the sweep (for quick comparisons, not for reporting).
+    const fixed = /^(\d+)x(\d+)$/.exec(flags["ceiling-config"] ?? "");
     const sweep: DirectResult[] = [];
-    for (const [batch, concurrency] of configs) {
+    for (const [batch, concurrency] of fixed ? [[Number(fixed[1]), Number(fixed[2])] as [number, number]] : configs) {
       await wipeGraph(driver, database);
       const result = await loadDirect(graph, database, sampleLog, batch, concurrency);
       say(
@@ -227,9 +238,11 @@ async function main(): Promise<void> {
     const best: DirectResult[] = [];
     for (let r = 0; r < REPEAT; r++) {
       await wipeGraph(driver, database);
-      const result = await loadDirect(graph, database, log, bestConfig.batch, bestConfig.concurrency);
+      const meter = cpuMeter(servers);
+      const loaded = await loadDirect(graph, database, log, bestConfig.batch, bestConfig.concurrency);
+      const result = { ...loaded, cpuSeconds: meter.since() };
       say(
-        `ceiling (full log, batch ${result.batch} × ${result.concurrency}): ${Math.round(result.recordsPerSecond)} rec/s, deferred ${result.deferred}, retries ${result.retries}; stages ${JSON.stringify(result.stageSeconds)} s`,
+        `ceiling (full log, batch ${result.batch} × ${result.concurrency}): ${Math.round(result.recordsPerSecond)} rec/s, deferred ${result.deferred}, retries ${result.retries}; stages ${JSON.stringify(result.stageSeconds)} s; CPU ${JSON.stringify(result.cpuSeconds)} s`,
       );
       best.push(result);
     }
@@ -268,6 +281,39 @@ async function main(): Promise<void> {
     }
   }
 
+  /**
+   * Lag every 200 ms, cheaply enough not to slow the run it measures: the source topics' high
+   * watermarks are fixed (the workload was published before), so a poll is one committed-offsets
+   * request; the retry topics, which can grow, are checked in full every 2 s and before declaring
+   * zero lag. Polling everything each time cost the broker and this process ~3 CPU-s per run.
+   */
+  async function lagWatcher(group: string, runNames: TopicNames) {
+    const sources = new Set(Object.values(runNames.source));
+    const high = new Map<string, number>();
+    for (const topic of sources)
+      for (const p of await admin.fetchTopicOffsets(topic)) high.set(`${topic}/${p.partition}`, Number(p.high));
+    let retryLags: { topic: string; partition: number; lag: number }[] = [];
+    let retryCheckedAt = 0;
+    return {
+      async poll() {
+        const committed = await admin.fetchOffsets({ groupId: group, topics: [...sources] });
+        const sourceLags = committed.flatMap(({ topic, partitions }) =>
+          partitions.map((p) => {
+            const end = high.get(`${topic}/${p.partition}`) ?? 0;
+            const at = p.offset === "-1" ? 0 : Number(p.offset);
+            return { topic, partition: p.partition, lag: Math.max(0, end - at) };
+          }),
+        );
+        const sourcesDone = sourceLags.every((l) => l.lag === 0);
+        if (sourcesDone || Date.now() - retryCheckedAt > 2_000) {
+          retryLags = (await fetchLag(admin, group, consumedTopics(runNames))).filter((l) => !sources.has(l.topic));
+          retryCheckedAt = Date.now();
+        }
+        return [...sourceLags, ...retryLags];
+      },
+    };
+  }
+
   async function runProjectors(instances: number, label: string): Promise<RunResult> {
     const runNames: TopicNames = topicNames({
       ...config.topics,
@@ -290,13 +336,18 @@ async function main(): Promise<void> {
     const children: ProjectorProcess[] = [];
     for (let n = 0; n < instances; n++) children.push(startProjector(env, `${label}-${n}`));
     const t0 = await Promise.race(children.map((child) => child.joinedAt));
+    const meter = cpuMeter({
+      ...servers,
+      ...Object.fromEntries(children.map((child, n) => [`projector${children.length > 1 ? n + 1 : ""}`, child.pid])),
+    });
     const lastBusy: Record<string, number> = Object.fromEntries(STREAMS.map((s) => [s, t0]));
     const topicsOf = (stream: Stream) => [runNames.source[stream], runNames.retry[stream]];
     let end = 0;
     let lastReport = 0;
     const rssPeak = children.map(() => 0);
+    const watch = await lagWatcher(group, runNames);
     for (;;) {
-      const lags = await fetchLag(admin, group, consumedTopics(runNames));
+      const lags = await watch.poll();
       const now = Date.now();
       children.forEach((child, n) => {
         rssPeak[n] = Math.max(rssPeak[n] as number, child.rssKiB()?.hwm ?? 0);
@@ -319,6 +370,7 @@ async function main(): Promise<void> {
         throw new Error(children.flatMap((c) => c.errors).join("\n"));
       await sleep(200);
     }
+    const cpuSeconds = meter.since();
     const scraped = await Promise.all(children.map((child) => child.scrape()));
     const samples: Sample[] = sumSamples(scraped);
     children.forEach((child, n) => {
@@ -359,11 +411,12 @@ async function main(): Promise<void> {
       peakRssMiB: rssPeak.map((kib) => round(kib / 1024)),
       fingerprint: await graphFingerprint(driver, database),
       errors: children.flatMap((child) => child.errors).slice(0, 10),
+      cpuSeconds,
     };
     say(
       `projector ×${instances}: ${result.recordsPerSecond} rec/s over ${result.seconds} s; batch p50 ${result.batchP50Ms} ms, ` +
         `p99 ${result.batchP99Ms} ms; ${result.transactions} tx, ${result.transactionRetries} retries, ` +
-        `${result.deferred} deferred; peak RSS ${result.peakRssMiB.join("/")} MiB`,
+        `${result.deferred} deferred; peak RSS ${result.peakRssMiB.join("/")} MiB; CPU ${JSON.stringify(cpuSeconds)} s`,
     );
     return result;
   }
