@@ -116,6 +116,7 @@ export async function startService(
     { ...batchDeps, metrics, onFatal: (error) => failWith(error) },
   );
   hold.onLifted((streams) => consumer.releaseHeld(streams));
+  hold.useLocalLag(() => consumer.lagSeen());
 
   let registryOk = { at: 0, ok: false };
   const server: Server = await startHttpServer(

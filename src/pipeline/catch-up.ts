@@ -18,3 +18,18 @@ export function heldStreams(sourceLag: Readonly<Record<Stream, number>>, thresho
   if (sourceLag["outcome-created"] > threshold) held.add("escalation-edge");
   return held;
 }
+
+/**
+ * Whether asking the broker for the group's lag could release a held stream. The lags one instance
+ * sees on its own partitions (high watermark of its last fetch minus its own commits) are a lower
+ * bound on the group's, and holding only grows with lag: if that lower bound already holds every
+ * held stream, the group-wide answer would hold them too.
+ */
+export function mightRelease(
+  held: ReadonlySet<Stream>,
+  lowerBound: Readonly<Record<Stream, number>>,
+  threshold: number,
+): boolean {
+  const stillHeld = heldStreams(lowerBound, threshold);
+  return [...held].some((stream) => !stillHeld.has(stream));
+}

@@ -1,6 +1,6 @@
 import type { Admin } from "kafkajs";
 import { errorMessage } from "../../errors.js";
-import { heldStreams } from "../../pipeline/catch-up.js";
+import { heldStreams, mightRelease } from "../../pipeline/catch-up.js";
 import type { Logger, Stream } from "../../ports.js";
 import type { TopicNames } from "../../topics.js";
 import { fetchLag } from "./admin.js";
@@ -15,6 +15,8 @@ export interface CatchUpHold {
   committed(stream: Stream): void;
   /** Who to tell which streams a check has just released. */
   onLifted(listener: (streams: Stream[]) => void): void;
+  /** This instance's own view of the upstream lags, a lower bound on the group's (see mightRelease). */
+  useLocalLag(lowerBound: () => Readonly<Record<Stream, number>>): void;
   /** The first check, before the consumer starts, then the schedule. */
   start(): Promise<void>;
   stop(): void;
@@ -25,7 +27,9 @@ export interface CatchUpHold {
  * registry backlog and escalations behind an outcome backlog, judged from the whole group's committed
  * offsets. Checked every second, every quarter second while something is held, and after each commit
  * upstream of a held stream, so that the next stage starts as soon as the group's lag allows it.
- * Overlapping requests for a check share one, followed by at most one more.
+ * Overlapping requests for a check share one, followed by at most one more. While the instance's own
+ * partitions still show enough backlog to keep everything held, those frequent checks are answered
+ * without the broker (a check is a dozen admin requests); the broker is still asked every second.
  */
 export function createCatchUpHold(
   admin: Admin,
@@ -41,6 +45,8 @@ export function createCatchUpHold(
   let again = false;
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
+  let localLag: (() => Readonly<Record<Stream, number>>) | undefined;
+  let askedAt = Number.NEGATIVE_INFINITY;
 
   async function heldNow(): Promise<Set<Stream>> {
     try {
@@ -69,6 +75,10 @@ export function createCatchUpHold(
     inFlight = (async () => {
       do {
         again = false;
+        if (held.size > 0 && localLag && Date.now() - askedAt < IDLE_CHECK_MS) {
+          if (!mightRelease(held, localLag(), threshold)) continue;
+        }
+        askedAt = Date.now();
         const next = await heldNow();
         const released = [...held].filter((stream) => !next.has(stream));
         if ([...next].join() !== [...held].join()) logger.info({ held: [...next] }, "catch-up hold changed");
@@ -101,6 +111,9 @@ export function createCatchUpHold(
     },
     onLifted(listener) {
       lifted = listener;
+    },
+    useLocalLag(lowerBound) {
+      localLag = lowerBound;
     },
     async start() {
       if (threshold <= 0) return;

@@ -1,6 +1,6 @@
 import type { Consumer, EachBatchPayload, Kafka, KafkaMessage } from "kafkajs";
-import pLimit from "p-limit";
 import { classify, errorMessage } from "../../errors.js";
+import { createCoalescer } from "../../pipeline/coalesce.js";
 import { HEADER, headerNumber } from "../../pipeline/headers.js";
 import { type BatchDeps, processBatch } from "../../pipeline/process-batch.js";
 import type { Clock, Logger, SourceRecord, Stream } from "../../ports.js";
@@ -18,7 +18,10 @@ export interface ConsumerOptions {
   readonly pauseOnFailureMs?: number;
   /** Streams whose source topics wait while an upstream stream catches up (see pipeline/catch-up.ts). */
   readonly isHeld?: (stream: Stream) => boolean;
-  /** Streams whose partitions are applied one batch at a time in this instance (see service.ts). */
+  /**
+   * Streams applied one transaction at a time in this instance (see service.ts); sub-batches of its
+   * partitions that wait meanwhile go together into the next one (pipeline/coalesce.ts).
+   */
   readonly serialStreams?: ReadonlySet<Stream>;
   /** Called after a sub-batch of a stream was applied and its offset committed. */
   readonly onCommitted?: (stream: Stream) => void;
@@ -34,6 +37,11 @@ export interface ProjectorConsumer {
   assignment(): ReadonlyMap<string, readonly number[]>;
   /** Resumes at once the partitions the catch-up hold paused for these streams, when it has lifted. */
   releaseHeld(streams: Iterable<Stream>): void;
+  /**
+   * Per stream, the backlog this instance has seen on the source partitions it owns: the high
+   * watermark of its last fetch minus its own commits. A lower bound on the group's lag.
+   */
+  lagSeen(): Record<Stream, number>;
 }
 
 const MAX_PAUSE_MS = 30_000;
@@ -75,10 +83,20 @@ export function createProjectorConsumer(
   let progressAt = deps.clock.now();
   let currentAssignment = new Map<string, number[]>();
   const failures = new Map<string, number>();
+  /** Source partitions this instance owns: high watermark at the last fetch, and the next offset to commit. */
+  const positions = new Map<string, { stream: Stream; highWatermark: number; next: number }>();
   const timers = new Set<NodeJS.Timeout>();
 
   const serial = options.serialStreams ?? new Set<Stream>();
-  const oneAtATime = pLimit(1);
+  // One transaction at a time per serial stream; partitions' batches that wait are merged into it.
+  const serialApply = new Map(
+    [...serial].map((stream) => [
+      stream,
+      createCoalescer<SourceRecord>(async (records) => {
+        await processBatch(stream, records, deps);
+      }, options.maxBatchRecords),
+    ]),
+  );
   const heldPauses = new Map<NodeJS.Timeout, { stream: Stream; resume: () => void }>();
 
   const pauseUntil = (resume: () => void, ms: number, heldStream?: Stream) => {
@@ -116,6 +134,14 @@ export function createProjectorConsumer(
       return;
     }
     deps.metrics.recordConsumed(batch.topic, batch.partition, batch.messages.length);
+    if (role.role === "source") {
+      positions.set(partitionKey, {
+        stream: role.stream,
+        highWatermark: Number(batch.highWatermark),
+        // Before this instance's first commit, the batch's first record is a lower bound's safe start.
+        next: positions.get(partitionKey)?.next ?? Number(batch.messages[0]?.offset),
+      });
+    }
 
     // Equal sub-batches: 11,000 records go as 3 × 3,667 rather than 5,000 + 5,000 + 1,000, which would
     // spend a whole transaction's overhead on a short tail.
@@ -139,8 +165,8 @@ export function createProjectorConsumer(
       }
       if (chunk.length > 0) {
         try {
-          const apply = () => processBatch(role.stream, chunk, deps);
-          await (serial.has(role.stream) ? oneAtATime(apply) : apply());
+          const coalesced = serialApply.get(role.stream);
+          await (coalesced ? coalesced(batch.topic, chunk) : processBatch(role.stream, chunk, deps));
         } catch (error) {
           const attempt = (failures.get(partitionKey) ?? 0) + 1;
           failures.set(partitionKey, attempt);
@@ -168,8 +194,11 @@ export function createProjectorConsumer(
           return;
         }
         failures.delete(partitionKey);
-        payload.resolveOffset((chunk.at(-1) as SourceRecord).offset);
+        const lastOffset = (chunk.at(-1) as SourceRecord).offset;
+        payload.resolveOffset(lastOffset);
         await payload.commitOffsetsIfNecessary();
+        const position = positions.get(partitionKey);
+        if (position) position.next = Number(lastOffset) + 1;
         await payload.heartbeat();
         progressAt = deps.clock.now();
         if (role.role === "source") options.onCommitted?.(role.stream);
@@ -185,6 +214,8 @@ export function createProjectorConsumer(
     joined = true;
     deps.metrics.recordRebalance();
     currentAssignment = new Map(Object.entries(event.payload.memberAssignment));
+    // Another instance may have moved a partition we owned before; start its view afresh.
+    positions.clear();
     holdOnJoin(event.payload.memberAssignment);
     deps.logger.info(
       { assignment: event.payload.memberAssignment, generation: event.payload.groupId },
@@ -228,6 +259,12 @@ export function createProjectorConsumer(
     isJoined: () => joined,
     lastProgressAt: () => progressAt,
     assignment: () => currentAssignment,
+    lagSeen() {
+      const lag: Record<Stream, number> = { "registry-mutation": 0, "outcome-created": 0, "escalation-edge": 0 };
+      for (const { stream, highWatermark, next } of positions.values())
+        lag[stream] += Math.max(0, highWatermark - next);
+      return lag;
+    },
     releaseHeld(streams) {
       const lifted = new Set(streams);
       for (const [timer, { stream, resume }] of heldPauses) {
