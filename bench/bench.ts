@@ -148,8 +148,8 @@ async function main(): Promise<void> {
     TOPIC_ESCALATION_EDGE: `${prefix}.escalation-edge`,
     TOPIC_PARTITIONS: String(PARTITIONS),
     LOG_LEVEL: "info",
-    // As deployed: the Helm chart's and the image's default V8 old-space limit (--env overrides it).
-    NODE_OPTIONS: "--max-old-space-size=384",
+    // As deployed: the Helm chart's and the image's V8 limits (--env overrides them).
+    NODE_OPTIONS: "--max-old-space-size=384 --max-semi-space-size=16",
     ...EXTRA_ENV,
   };
   const config = loadConfig(baseEnv);

@@ -69,7 +69,7 @@ the credentials from existing Secrets, then extraEnv.
 - name: SHUTDOWN_TIMEOUT_MS
   value: {{ .Values.shutdownTimeoutMs | int | toString | quote }}
 - name: NODE_OPTIONS
-  value: {{ printf "--max-old-space-size=%d" (int .Values.nodeMaxOldSpaceMiB) | quote }}
+  value: {{ printf "--max-old-space-size=%d --max-semi-space-size=16" (int .Values.nodeMaxOldSpaceMiB) | quote }}
 {{- with .Values.secrets.neo4j }}
 {{- if .existingSecret }}
 - name: NEO4J_PASSWORD
