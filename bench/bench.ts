@@ -15,7 +15,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import neo4j from "neo4j-driver";
-import { ensureTopics, fetchLag, topicSpecs } from "../src/adapters/kafka/admin.js";
+import { ensureTopics, fetchLag, partitionLag, topicSpecs } from "../src/adapters/kafka/admin.js";
 import { createKafka, createProducer } from "../src/adapters/kafka/client.js";
 import { publishEvents } from "../src/adapters/kafka/event-publisher.js";
 import { createGraphWriter, migrate } from "../src/adapters/neo4j/graph-writer.js";
@@ -315,9 +315,10 @@ async function main(): Promise<void> {
    */
   async function lagWatcher(group: string, runNames: TopicNames) {
     const sources = new Set(Object.values(runNames.source));
-    const high = new Map<string, number>();
+    const watermarks = new Map<string, { high: number; low: number }>();
     for (const topic of sources)
-      for (const p of await admin.fetchTopicOffsets(topic)) high.set(`${topic}/${p.partition}`, Number(p.high));
+      for (const p of await admin.fetchTopicOffsets(topic))
+        watermarks.set(`${topic}/${p.partition}`, { high: Number(p.high), low: Number(p.low) });
     let retryLags: { topic: string; partition: number; lag: number }[] = [];
     let retryCheckedAt = 0;
     return {
@@ -325,9 +326,8 @@ async function main(): Promise<void> {
         const committed = await admin.fetchOffsets({ groupId: group, topics: [...sources] });
         const sourceLags = committed.flatMap(({ topic, partitions }) =>
           partitions.map((p) => {
-            const end = high.get(`${topic}/${p.partition}`) ?? 0;
-            const at = p.offset === "-1" ? 0 : Number(p.offset);
-            return { topic, partition: p.partition, lag: Math.max(0, end - at) };
+            const { high, low } = watermarks.get(`${topic}/${p.partition}`) ?? { high: 0, low: 0 };
+            return { topic, partition: p.partition, lag: partitionLag(p.offset, high, low) };
           }),
         );
         const sourcesDone = sourceLags.every((l) => l.lag === 0);

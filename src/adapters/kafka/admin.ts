@@ -58,6 +58,7 @@ export async function ensureTopics(
   const existing = new Set(await admin.listTopics());
   const missing = specs.filter((spec) => !existing.has(spec.topic));
   if (missing.length === 0) return [];
+  const names = missing.map((spec) => spec.topic);
   try {
     await admin.createTopics({ topics: [...missing], waitForLeaders: true });
   } catch (error) {
@@ -65,13 +66,9 @@ export async function ensureTopics(
     // topic but not yet loaded its partitions answers UNKNOWN_TOPIC_OR_PARTITION instead, and
     // another instance may have created the topic between our list and our create.
     if (!isTransientAfterCreate(error)) throw error;
+    await waitForLeaders(admin, names, leaderTimeoutMs);
   }
-  await waitForLeaders(
-    admin,
-    missing.map((spec) => spec.topic),
-    leaderTimeoutMs,
-  );
-  return missing.map((spec) => spec.topic);
+  return names;
 }
 
 const TRANSIENT_AFTER_CREATE = new Set(["UNKNOWN_TOPIC_OR_PARTITION", "LEADER_NOT_AVAILABLE", "TOPIC_ALREADY_EXISTS"]);
@@ -149,7 +146,15 @@ export async function resetOffsets(
   return done;
 }
 
-/** Consumer lag as the common exporters define it: high watermark minus committed offset. */
+/**
+ * One partition's lag as the common exporters define it: high watermark minus committed offset, or
+ * minus the low watermark while the group has committed nothing ("-1").
+ */
+export function partitionLag(committed: string, high: number, low: number): number {
+  return Math.max(0, high - (committed === "-1" ? low : Number(committed)));
+}
+
+/** Consumer lag of a group on every partition of the given topics (see partitionLag). */
 export async function fetchLag(
   admin: Admin,
   groupId: string,
@@ -161,8 +166,7 @@ export async function fetchLag(
     const offsets = await admin.fetchTopicOffsets(topic);
     for (const p of offsets) {
       const commit = partitions.find((c) => c.partition === p.partition)?.offset ?? "-1";
-      const from = commit === "-1" ? Number(p.low) : Number(commit);
-      out.push({ topic, partition: p.partition, lag: Math.max(0, Number(p.high) - from) });
+      out.push({ topic, partition: p.partition, lag: partitionLag(commit, Number(p.high), Number(p.low)) });
     }
   }
   return out;
