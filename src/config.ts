@@ -80,6 +80,9 @@ const envSchema = z.object({
   FETCH_MAX_BYTES_PER_PARTITION: int(1_048_576, 1024, 1_073_741_824),
   FETCH_MAX_BYTES: int(10_485_760, 1024, 1_073_741_824),
   MAX_LIST_LENGTH: int(1000, 1, 1_000_000),
+  // Ids are index keys; Neo4j's range indexes refuse entries over about 8 KB (up to 4 bytes a character).
+  MAX_ID_LENGTH: int(256, 1, 1_000_000),
+  MAX_TEXT_LENGTH: int(4096, 1, 10_000_000),
   RETRY_MAX_ATTEMPTS: int(12, 1, 10_000),
   RETRY_MAX_AGE_MS: int(3_600_000, 1000, 30 * 86_400_000),
   RETRY_BACKOFF_MS: int(500, 10, 3_600_000),
@@ -144,7 +147,7 @@ const configSchema = envSchema.transform((env) => ({
   metrics: { port: env.METRICS_PORT, host: env.METRICS_HOST },
   logLevel: env.LOG_LEVEL,
   batch: { maxRecords: env.BATCH_MAX_RECORDS },
-  limits: { maxListLength: env.MAX_LIST_LENGTH },
+  limits: { maxListLength: env.MAX_LIST_LENGTH, maxIdLength: env.MAX_ID_LENGTH, maxTextLength: env.MAX_TEXT_LENGTH },
   retry: {
     maxAttempts: env.RETRY_MAX_ATTEMPTS,
     maxAgeMs: env.RETRY_MAX_AGE_MS,

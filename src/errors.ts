@@ -2,11 +2,16 @@
  * Every failure the service meets falls in one retry class, decided here and nowhere else:
  * - `transient`: the infrastructure may recover (Neo4j deadlock, leader switch, lost connection, broker
  *   or registry unreachable). The batch is not acknowledged; its partition pauses and retries.
- * - `fatal`: configuration or programming faults (bad credentials, unknown database). Retrying cannot
- *   help; the service stops with the error.
- * Record-level problems (undecodable bytes, invalid fields) are not errors at all: they are fates.
+ * - `fatal`: configuration or programming faults (bad credentials, unknown database, a statement Neo4j
+ *   cannot parse). Retrying cannot help; the service stops with the error.
+ * - `rejected`: Neo4j refused the data itself (a key too large for its index, a value of the wrong
+ *   type): the same records fail the same way every time. The batch is narrowed down to the records
+ *   that fail and those are dead-lettered (pipeline/process-batch.ts); the rest is applied.
+ * - `unknown`: nothing above recognises it. Retried a few times like a transient failure, then handled
+ *   like a rejection, so that an error nobody foresaw cannot stop a partition for good.
+ * Record-level problems found before Neo4j (undecodable bytes, invalid fields) are not errors: they are fates.
  */
-export type RetryClass = "transient" | "fatal";
+export type RetryClass = "transient" | "fatal" | "rejected" | "unknown";
 
 export class TransientError extends Error {
   override readonly name = "TransientError";
@@ -35,6 +40,13 @@ const FATAL_NEO4J_CODES = new Set([
   "Neo.ClientError.Statement.ParameterMissing",
 ]);
 
+/**
+ * Neo4j's client errors that a record's own values cause. Everything else under Neo.ClientError is
+ * either listed above or a request the service got wrong, which no record can be blamed for.
+ */
+const REJECTED_NEO4J_CODE =
+  /^Neo\.ClientError\.(Statement\.(TypeError|ArgumentError|ArithmeticError|EntityNotFound|PropertyNotFound|ConstraintVerificationFailed)|Schema\.(ConstraintValidationFailed|IndexEntrySizeExceeded|ConstraintViolation)|Transaction\.TransactionHookFailed)$/;
+
 const TRANSIENT_NETWORK_CODES = new Set([
   "ECONNREFUSED",
   "ECONNRESET",
@@ -47,11 +59,15 @@ const TRANSIENT_NETWORK_CODES = new Set([
   "UND_ERR_SOCKET",
 ]);
 
+/** Neo4j reports an index key over its size limit as a database error; the value is to blame. */
+const INDEX_KEY_TOO_LARGE = /too large to index/i;
+
 export function classify(error: unknown): RetryClass {
   if (error instanceof TransientError) return "transient";
   if (error instanceof FatalError) return "fatal";
-  const { code, name, retriable, cause } = (error ?? {}) as {
+  const { code, name, retriable, cause, message } = (error ?? {}) as {
     code?: unknown;
+    message?: unknown;
     name?: unknown;
     retriable?: unknown;
     cause?: unknown;
@@ -59,6 +75,9 @@ export function classify(error: unknown): RetryClass {
   if (typeof code === "string") {
     if (code.startsWith("Neo.TransientError.") || TRANSIENT_NEO4J_CODES.has(code)) return "transient";
     if (FATAL_NEO4J_CODES.has(code)) return "fatal";
+    if (REJECTED_NEO4J_CODE.test(code)) return "rejected";
+    if (code === "Neo.DatabaseError.Statement.ExecutionFailed" && INDEX_KEY_TOO_LARGE.test(String(message)))
+      return "rejected";
     if (TRANSIENT_NETWORK_CODES.has(code)) return "transient";
   }
   if (typeof name === "string" && name.startsWith("KafkaJS")) {
@@ -70,7 +89,18 @@ export function classify(error: unknown): RetryClass {
     return "fatal";
   }
   if (cause !== undefined && cause !== error) return classify(cause);
-  return "transient";
+  return "unknown";
+}
+
+/** Neo4j's status code of an error, when it has one: what a dead-letter record names. */
+export function neo4jCode(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" && code.startsWith("Neo.") ? code : undefined;
+}
+
+/** Error text bounded for headers and logs: Neo4j quotes the offending value, which may be huge. */
+export function boundedText(text: string, max = 1_000): string {
+  return text.length <= max ? text : `${text.slice(0, max)}… (${text.length - max} more characters)`;
 }
 
 export function errorMessage(error: unknown): string {

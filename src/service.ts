@@ -92,7 +92,7 @@ export async function startService(
     metrics,
     clock,
     logger,
-    rules: { servedTenants: new Set(databases.keys()), maxListLength: config.limits.maxListLength },
+    rules: { servedTenants: new Set(databases.keys()), ...config.limits },
     databases,
     defaultTenant: config.tenants[0]?.tenantId ?? "default",
     retry: config.retry,

@@ -31,7 +31,7 @@ export function registerReconcile(program: Command): void {
               tenantId: route.tenantId,
               rules: {
                 servedTenants: new Set(config.tenants.map((t) => t.tenantId)),
-                maxListLength: config.limits.maxListLength,
+                ...config.limits,
               },
               repair: options.repair === true,
             });

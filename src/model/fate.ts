@@ -11,6 +11,8 @@ export type RejectReason =
   | "malformed-id"
   | "unserved-tenant"
   | "list-too-long"
+  | "value-too-long"
+  | "neo4j-rejected"
   | "precondition-timeout";
 
 export type DeferReason = "agent-missing" | "outcome-missing" | "producer-missing";

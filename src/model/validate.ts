@@ -13,15 +13,24 @@ import { Rejection } from "./fate.js";
 export interface ValidationRules {
   readonly servedTenants: ReadonlySet<string>;
   readonly maxListLength: number;
+  /** Longest id (`*_id` fields, escalation path entries): ids are index keys, and Neo4j bounds those. */
+  readonly maxIdLength: number;
+  /** Longest other text (names, status, domain, …). */
+  readonly maxTextLength: number;
 }
 
 type Decoded = Record<string, unknown>;
 
 /**
  * Avro decoding through our reader schema already guarantees field presence and types; these checks
- * cover what a schema cannot say: non-empty ids, the agent-id convention, served tenants, list sizes.
+ * cover what a schema cannot say: non-empty ids, the agent-id convention, served tenants, list sizes,
+ * and lengths (an id longer than Neo4j's index entry limit would fail every transaction it is in).
  */
 export function validateRegistrySnapshot(value: Decoded, rules: ValidationRules): RegistrySnapshot | Rejection {
+  return withinLengths(checkRegistrySnapshot(value, rules), rules);
+}
+
+function checkRegistrySnapshot(value: Decoded, rules: ValidationRules): RegistrySnapshot | Rejection {
   const common = checkCommon(value, rules);
   if (common) return common;
   const agentId = String(value.agent_id);
@@ -88,12 +97,16 @@ export function validateRegistryTombstone(
   if (!rules.servedTenants.has(tenantId))
     return new Rejection("unserved-tenant", `tenant "${tenantId}" is not served here`);
   if (key === null || !isAgentId(key)) {
-    return new Rejection("malformed-id", `tombstone key ${JSON.stringify(key)} is not an agent id`);
+    return new Rejection("malformed-id", `tombstone key ${JSON.stringify(key?.slice(0, 200))} is not an agent id`);
   }
-  return { kind: "registry-tombstone", tenant_id: tenantId, agent_id: key };
+  return withinLengths({ kind: "registry-tombstone", tenant_id: tenantId, agent_id: key }, rules);
 }
 
 export function validateOutcomeCreated(value: Decoded, rules: ValidationRules): OutcomeCreated | Rejection {
+  return withinLengths(checkOutcomeCreated(value, rules), rules);
+}
+
+function checkOutcomeCreated(value: Decoded, rules: ValidationRules): OutcomeCreated | Rejection {
   const common = checkCommon(value, rules);
   if (common) return common;
   const outcomeId = String(value.outcome_id);
@@ -114,6 +127,10 @@ export function validateOutcomeCreated(value: Decoded, rules: ValidationRules): 
 }
 
 export function validateEscalationEdge(value: Decoded, rules: ValidationRules): EscalationEdge | Rejection {
+  return withinLengths(checkEscalationEdge(value, rules), rules);
+}
+
+function checkEscalationEdge(value: Decoded, rules: ValidationRules): EscalationEdge | Rejection {
   const common = checkCommon(value, rules);
   if (common) return common;
   const source = String(value.source_outcome_id);
@@ -129,6 +146,45 @@ export function validateEscalationEdge(value: Decoded, rules: ValidationRules): 
     target_outcome_id: target,
     observed_at: Number(value.observed_at),
   };
+}
+
+/**
+ * Every string of a valid event within its limit: ids (`*_id` fields and escalation path entries)
+ * within maxIdLength, other text within maxTextLength. The first offender names the rejection.
+ */
+function withinLengths<E extends object>(event: E | Rejection, rules: ValidationRules): E | Rejection {
+  if (event instanceof Rejection) return event;
+  const offender = firstTooLong(event, "", false, rules);
+  if (!offender) return event;
+  const [path, length, limit, key] = offender;
+  return new Rejection("value-too-long", `${path} has ${length} characters, over ${key} (${limit})`);
+}
+
+function firstTooLong(
+  value: unknown,
+  path: string,
+  isId: boolean,
+  rules: ValidationRules,
+): [string, number, number, string] | undefined {
+  if (typeof value === "string") {
+    const [limit, key] = isId ? [rules.maxIdLength, "MAX_ID_LENGTH"] : [rules.maxTextLength, "MAX_TEXT_LENGTH"];
+    return value.length > limit ? [path, value.length, limit, key] : undefined;
+  }
+  if (Array.isArray(value)) {
+    for (const [index, item] of value.entries()) {
+      const found = firstTooLong(item, `${path}[${index}]`, isId, rules);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  if (value !== null && typeof value === "object") {
+    for (const [field, item] of Object.entries(value)) {
+      const itemIsId = field.endsWith("_id") || field === "escalation_path";
+      const found = firstTooLong(item, path === "" ? field : `${path}.${field}`, itemIsId, rules);
+      if (found) return found;
+    }
+  }
+  return undefined;
 }
 
 function checkCommon(value: Decoded, rules: ValidationRules): Rejection | undefined {

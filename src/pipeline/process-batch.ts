@@ -1,4 +1,5 @@
 import type { Statement, StatementResult } from "../cypher/statement.js";
+import { boundedText, classify, errorMessage, neo4jCode } from "../errors.js";
 import type { ProjectorEvent } from "../model/events.js";
 import { deadLettered, type Fate, fateReason, Rejection } from "../model/fate.js";
 import {
@@ -44,7 +45,16 @@ export interface BatchDeps {
   readonly databases: ReadonlyMap<string, string>;
   readonly defaultTenant: string;
   readonly retry: RetryPolicy;
+  /** Waits between the attempts at a batch that failed with an unrecognised error; injectable for tests. */
+  readonly sleep?: (ms: number) => Promise<void>;
 }
+
+/**
+ * How often a batch that fails with an error nobody recognises (errors.ts: `unknown`) is tried in all
+ * before it is narrowed down like a rejected one, and the first wait between tries (doubled each time).
+ */
+export const UNKNOWN_ERROR_ATTEMPTS = 3;
+const UNKNOWN_ERROR_WAIT_MS = 1_000;
 
 export type BatchSummary = Readonly<Record<Fate["kind"], number>>;
 
@@ -74,7 +84,7 @@ export async function processBatch(
   const decoded = await Promise.all(records.map((record) => toEvent(stream, record, deps)));
   decoded.forEach((result, i) => {
     if (result instanceof Rejection) {
-      fates.set(i, deadLettered(result.reason, result.message));
+      fates.set(i, deadLettered(result.reason, boundedText(result.message)));
       return;
     }
     const database = deps.databases.get(result.tenant_id) as string;
@@ -83,13 +93,7 @@ export async function processBatch(
     byDatabase.set(database, events);
   });
 
-  for (const [database, events] of byDatabase) {
-    const plan = project(stream, events);
-    if (plan.statements.length === 0) continue;
-    const results: StatementResult[] = await deps.graph.apply(database, plan.statements as Statement[]);
-    for (const result of results) deps.metrics.recordStatement(result);
-    for (const [i, fate] of plan.fates(results)) fates.set(i, fate);
-  }
+  for (const [database, events] of byDatabase) await applyIsolatingPoison(stream, database, events, deps, fates);
 
   // Counted per distinct fate, not per record: a batch has thousands of records and few outcomes.
   const fateCounts = new Map<string, { fate: Fate; count: number }>();
@@ -146,6 +150,93 @@ export async function processBatch(
     deps.metrics.recordApplied(last.topic, Number(last.timestamp));
   deps.metrics.recordBatch(stream, records.length, (deps.clock.now() - started) / 1000);
   return summary;
+}
+
+/**
+ * Applies a database's events in one transaction. When Neo4j refuses the data (a deterministic
+ * failure: errors.ts `rejected`, or `unknown` after UNKNOWN_ERROR_ATTEMPTS), the events are split in
+ * halves, applied in order, until each failing record stands alone; those are dead-lettered with
+ * Neo4j's code and every other record is applied. Splitting is safe: every statement is an idempotent
+ * MERGE and the projections give the same graph wherever batch boundaries fall. Transient and fatal
+ * failures are the infrastructure's, not a record's: they propagate, and the partition pauses or the
+ * service stops.
+ */
+async function applyIsolatingPoison(
+  stream: Stream,
+  database: string,
+  events: readonly Indexed<ProjectorEvent>[],
+  deps: BatchDeps,
+  fates: Map<number, Fate>,
+): Promise<void> {
+  const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await applyEvents(stream, database, events, deps, fates);
+      return;
+    } catch (error) {
+      const retryClass = classify(error);
+      if (retryClass === "transient" || retryClass === "fatal") throw error;
+      if (retryClass === "unknown" && attempt < UNKNOWN_ERROR_ATTEMPTS) {
+        deps.logger.warn(
+          { stream, database, records: events.length, attempt, error: boundedText(errorMessage(error)) },
+          "unrecognised Neo4j error; trying the batch again before narrowing it down",
+        );
+        await sleep(UNKNOWN_ERROR_WAIT_MS * 2 ** (attempt - 1));
+        continue;
+      }
+      deps.logger.warn(
+        { stream, database, records: events.length, code: neo4jCode(error), error: boundedText(errorMessage(error)) },
+        "Neo4j refused the batch; narrowing it down to the records it refuses",
+      );
+      await narrow(stream, database, events, deps, fates, error);
+      return;
+    }
+  }
+}
+
+async function narrow(
+  stream: Stream,
+  database: string,
+  events: readonly Indexed<ProjectorEvent>[],
+  deps: BatchDeps,
+  fates: Map<number, Fate>,
+  error: unknown,
+): Promise<void> {
+  if (events.length === 1) {
+    // An unrecognised error on a lone record may still be Neo4j's own trouble: blame the record only
+    // while Neo4j answers (a failed ping throws, and the partition pauses).
+    if (classify(error) === "unknown") await deps.graph.ping();
+    const code = neo4jCode(error) ?? (error instanceof Error ? error.name : "error");
+    fates.set(
+      (events[0] as Indexed<ProjectorEvent>).i,
+      deadLettered("neo4j-rejected", boundedText(`${code}: ${errorMessage(error)}`)),
+    );
+    return;
+  }
+  const half = Math.ceil(events.length / 2);
+  for (const part of [events.slice(0, half), events.slice(half)]) {
+    try {
+      await applyEvents(stream, database, part, deps, fates);
+    } catch (partError) {
+      const retryClass = classify(partError);
+      if (retryClass === "transient" || retryClass === "fatal") throw partError;
+      await narrow(stream, database, part, deps, fates, partError);
+    }
+  }
+}
+
+async function applyEvents(
+  stream: Stream,
+  database: string,
+  events: readonly Indexed<ProjectorEvent>[],
+  deps: BatchDeps,
+  fates: Map<number, Fate>,
+): Promise<void> {
+  const plan = project(stream, events);
+  if (plan.statements.length === 0) return;
+  const results: StatementResult[] = await deps.graph.apply(database, plan.statements as Statement[]);
+  for (const result of results) deps.metrics.recordStatement(result);
+  for (const [i, fate] of plan.fates(results)) fates.set(i, fate);
 }
 
 async function toEvent(stream: Stream, record: SourceRecord, deps: BatchDeps): Promise<ProjectorEvent | Rejection> {

@@ -1,19 +1,11 @@
 import { COMPATIBILITY, SchemaType } from "@kafkajs/confluent-schema-registry";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { toMessage } from "../../src/adapters/kafka/event-publisher.js";
-import { readTopicsToEnd } from "../../src/adapters/kafka/read-topic.js";
 import type { ProjectorEvent } from "../../src/model/events.js";
 import { readerSchema } from "../../src/model/schemas.js";
 import { HEADER } from "../../src/pipeline/headers.js";
 import type { Stream } from "../../src/ports.js";
-import { escalation, outcome, snapshot, tool } from "../support/builders.js";
-import { Harness } from "../support/harness.js";
-
-interface DeadLetter {
-  key: string | null;
-  value: Buffer | null;
-  headers: Record<string, string>;
-}
+import { escalation, outcome, overlong, snapshot, tool, workflow } from "../support/builders.js";
+import { type DeadLetter, Harness } from "../support/harness.js";
 
 /**
  * A catalogue of inputs that can never apply. Each is published between two good records on the same
@@ -38,7 +30,7 @@ describe("bad input goes to the dead-letter topic with a reason; the partition k
   });
   afterAll(() => harness?.close());
 
-  const encode = (event: ProjectorEvent) => toMessage(harness.registry, schemaIds, event);
+  const encode = (event: ProjectorEvent) => harness.encode(event);
 
   async function registerVariant(
     stream: Stream,
@@ -53,16 +45,7 @@ describe("bad input goes to the dead-letter topic with a reason; the partition k
     return id;
   }
 
-  async function deadLetters(): Promise<DeadLetter[]> {
-    const out: DeadLetter[] = [];
-    const kafka = harness.kafka;
-    await readTopicsToEnd(kafka, Object.values(harness.names.deadLetter), ({ message }) => {
-      const headers: Record<string, string> = {};
-      for (const [name, value] of Object.entries(message.headers ?? {})) headers[name] = String(value);
-      out.push({ key: message.key?.toString() ?? null, value: message.value, headers });
-    });
-    return out;
-  }
+  const deadLetters = () => harness.deadLetters();
 
   const cases: {
     name: string;
@@ -120,7 +103,7 @@ describe("bad input goes to the dead-letter topic with a reason; the partition k
       name: "a registry agent_id off the <prefix>-agt-NNN convention",
       stream: "registry-mutation",
       reason: "malformed-id",
-      bad: async () => ({ key: "agent-7", ...(await encode(snapshot("agent-7"))) }) as never,
+      bad: async () => (await encode(snapshot("agent-7"))) as never,
     },
     {
       name: "a tenant this deployment does not serve",
@@ -152,6 +135,37 @@ describe("bad input goes to the dead-letter topic with a reason; the partition k
       stream: "outcome-created",
       reason: "not-avro",
       bad: async () => ({ key: "k-null", value: null }),
+    },
+    {
+      name: "an agent_id of 40,000 characters",
+      stream: "registry-mutation",
+      reason: "value-too-long",
+      bad: async () => (await encode(snapshot(overlong("-agt-001")))) as never,
+    },
+    {
+      name: "a tool_id of 40,000 characters",
+      stream: "registry-mutation",
+      reason: "value-too-long",
+      bad: async () => (await encode(snapshot("fin-agt-005", { tools: [tool(overlong("-tool"))] }))) as never,
+    },
+    {
+      name: "a workflow_id of 40,000 characters",
+      stream: "registry-mutation",
+      reason: "value-too-long",
+      bad: async () =>
+        (await encode(snapshot("fin-agt-006", { owned_workflows: [workflow(overlong("-wf"))] }))) as never,
+    },
+    {
+      name: "an outcome_id of 40,000 characters",
+      stream: "outcome-created",
+      reason: "value-too-long",
+      bad: async () => (await encode(outcome(overlong("-o"), "fin-agt-001"))) as never,
+    },
+    {
+      name: "escalation outcome ids of 40,000 characters",
+      stream: "escalation-edge",
+      reason: "value-too-long",
+      bad: async () => (await encode(escalation(overlong("-src"), overlong("-dst")))) as never,
     },
     {
       name: "an outcome whose agent never registers within the retry bound",

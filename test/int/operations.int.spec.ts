@@ -186,7 +186,7 @@ describe("reconcile (§5 scheduled reconciliation, built)", () => {
         graph: harness.graph(),
         database: "neo4j",
         tenantId: "default",
-        rules: { servedTenants: new Set(["default"]), maxListLength: 1000 },
+        rules: { servedTenants: new Set(["default"]), maxListLength: 1000, maxIdLength: 256, maxTextLength: 4096 },
         repair,
       });
     expect((await run(false)).drift).toEqual([]);

@@ -60,3 +60,8 @@ export function escalation(source: string, target: string, observedAtSecond = 10
     observed_at: at(observedAtSecond),
   };
 }
+
+/** An id that follows every naming rule and is far longer than any index entry Neo4j accepts. */
+export function overlong(suffix: string): string {
+  return `${"x".repeat(40_000)}${suffix}`;
+}

@@ -5,7 +5,8 @@ import neo4j, { type Driver } from "neo4j-driver";
 import { inject } from "vitest";
 import { ensureTopics, fetchLag, topicSpecs } from "../../src/adapters/kafka/admin.js";
 import { createProducer } from "../../src/adapters/kafka/client.js";
-import { publishEvents } from "../../src/adapters/kafka/event-publisher.js";
+import { publishEvents, toMessage } from "../../src/adapters/kafka/event-publisher.js";
+import { readTopicsToEnd } from "../../src/adapters/kafka/read-topic.js";
 import { dumpGraph } from "../../src/adapters/neo4j/dump.js";
 import { createGraphWriter } from "../../src/adapters/neo4j/graph-writer.js";
 import { registerSchemas } from "../../src/adapters/registry/schema-registry.js";
@@ -40,6 +41,14 @@ export function testEnv(prefix: string, extra: Record<string, string> = {}): Rec
     RETRY_BACKOFF_MAX_MS: "1000",
     ...extra,
   };
+}
+
+/** A record of a dead-letter topic, headers as text. */
+export interface DeadLetter {
+  readonly key: string | null;
+  readonly value: Buffer | null;
+  readonly partition: number;
+  readonly headers: Record<string, string>;
 }
 
 /** Kafka, registry and Neo4j clients for one spec, with the helpers specs share. */
@@ -91,9 +100,26 @@ export class Harness {
 
   async sendRaw(
     topic: string,
-    messages: { key: string | null; value: Buffer | null; headers?: Record<string, string> }[],
+    messages: { key: string | null; value: Buffer | null; headers?: Record<string, string>; partition?: number }[],
   ): Promise<void> {
     await this.producer.send({ topic, acks: -1, messages });
+  }
+
+  /** An event as a producer would frame it, with the schema ids this harness registered. */
+  async encode(event: ProjectorEvent): Promise<{ key: string | null; value: Buffer | null }> {
+    if (!this.schemaIds) throw new Error("harness not created with Harness.create");
+    return (await toMessage(this.registry, this.schemaIds, event)) as { key: string | null; value: Buffer | null };
+  }
+
+  /** Everything on the three dead-letter topics so far. */
+  async deadLetters(): Promise<DeadLetter[]> {
+    const out: DeadLetter[] = [];
+    await readTopicsToEnd(this.kafka, Object.values(this.names.deadLetter), ({ partition, message }) => {
+      const headers: Record<string, string> = {};
+      for (const [name, value] of Object.entries(message.headers ?? {})) headers[name] = String(value);
+      out.push({ key: message.key?.toString() ?? null, value: message.value, partition, headers });
+    });
+    return out;
   }
 
   async startProjector(extraEnv: Record<string, string> = {}): Promise<RunningService> {

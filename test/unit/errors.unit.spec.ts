@@ -43,6 +43,19 @@ describe("classify", () => {
     [new TransientError("registry down"), "transient"],
     [new FatalError("bad config"), "fatal"],
     [new Error("wrapper", { cause: { code: "Neo.ClientError.Security.Unauthorized" } }), "fatal"],
+    [{ code: "Neo.ClientError.Statement.SyntaxError" }, "fatal"],
+    [{ code: "Neo.ClientError.Statement.TypeError" }, "rejected"],
+    [{ code: "Neo.ClientError.Schema.ConstraintValidationFailed" }, "rejected"],
+    // What Neo4j 5.26 answers to an index key over its size limit.
+    [
+      {
+        code: "Neo.DatabaseError.Statement.ExecutionFailed",
+        message: "Property value is too large to index, please see index documentation for limitations.",
+      },
+      "rejected",
+    ],
+    [{ code: "Neo.DatabaseError.Statement.ExecutionFailed", message: "something else" }, "unknown"],
+    [new Error("nobody knows"), "unknown"],
   ])("%o is %s", (error, expected) => {
     expect(classify(error)).toBe(expected);
   });

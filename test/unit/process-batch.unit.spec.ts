@@ -3,7 +3,7 @@ import type { Statement, StatementResult } from "../../src/cypher/statement.js";
 import { NO_WRITES } from "../../src/cypher/statement.js";
 import { Rejection } from "../../src/model/fate.js";
 import { HEADER } from "../../src/pipeline/headers.js";
-import { type BatchDeps, processBatch } from "../../src/pipeline/process-batch.js";
+import { type BatchDeps, processBatch, UNKNOWN_ERROR_ATTEMPTS } from "../../src/pipeline/process-batch.js";
 import { noopMetrics, type SinkItem, type SourceRecord } from "../../src/ports.js";
 
 /**
@@ -37,7 +37,7 @@ function deps(overrides: Partial<BatchDeps> = {}) {
     metrics: noopMetrics,
     clock: { now: () => 1_000_000 },
     logger: { info() {}, warn() {}, error() {}, debug() {} },
-    rules: { servedTenants: new Set(["default"]), maxListLength: 10 },
+    rules: { servedTenants: new Set(["default"]), maxListLength: 10, maxIdLength: 256, maxTextLength: 4096 },
     databases: new Map([["default", "neo4j"]]),
     defaultTenant: "default",
     retry: { maxAttempts: 3, maxAgeMs: 60_000, backoffMs: 100, backoffMaxMs: 1000 },
@@ -147,7 +147,7 @@ describe("processBatch", () => {
         ["default", "neo4j"],
         ["acme", "acmedb"],
       ]),
-      rules: { servedTenants: new Set(["default", "acme"]), maxListLength: 10 },
+      rules: { servedTenants: new Set(["default", "acme"]), maxListLength: 10, maxIdLength: 256, maxTextLength: 4096 },
     });
     const apply = d.graph.apply;
     d.graph.apply = async (database, batch) => {
@@ -173,5 +173,89 @@ describe("processBatch", () => {
     expect(sent.filter((item) => item.kind === "dead-letter")).toEqual([
       expect.objectContaining({ fate: expect.objectContaining({ reason: "unserved-tenant" }) }),
     ]);
+  });
+
+  describe("poison that only Neo4j recognises", () => {
+    const poisonGraph = (error: (offsets: string[]) => unknown) => {
+      const attempts: string[][] = [];
+      const graph: BatchDeps["graph"] = {
+        async apply(_database, batch) {
+          const rows = (batch[0]?.params.rows ?? []) as { outcome_id: string }[];
+          const ids = rows.map((row) => row.outcome_id);
+          attempts.push(ids);
+          if (ids.some((id) => id.startsWith("poison"))) throw error(ids);
+          return batch.map((s): StatementResult => ({ name: s.name, records: [], counters: NO_WRITES }));
+        },
+        read: async () => [],
+        runAutoCommit: async () => {},
+        ping: async () => {},
+        close: async () => {},
+      };
+      return { graph, attempts };
+    };
+    const outcome = (offset: number, id: string) =>
+      outcomeRecord(
+        offset,
+        {},
+        JSON.stringify({
+          event_id: `e${offset}`,
+          tenant_id: "default",
+          outcome_id: id,
+          agent_id: "fin-agt-001",
+          status: "ok",
+          correlation_id: null,
+          created_at: 1,
+        }),
+      );
+    const batch = [outcome(0, "good-0"), outcome(1, "good-1"), outcome(2, "poison-2"), outcome(3, "good-3")];
+
+    it("narrows a rejected batch to the refused record, dead-letters it with Neo4j's code, applies the rest", async () => {
+      const { graph, attempts } = poisonGraph(() =>
+        Object.assign(new Error("Property value is too large to index"), {
+          code: "Neo.DatabaseError.Statement.ExecutionFailed",
+        }),
+      );
+      const { deps: d, sent } = deps({ graph });
+      await processBatch("outcome-created", batch, d);
+      const deadLetters = sent.filter((item) => item.kind === "dead-letter");
+      expect(deadLetters.map((item) => item.record.offset)).toEqual(["2"]);
+      expect(deadLetters[0]).toMatchObject({
+        fate: {
+          reason: "neo4j-rejected",
+          message: expect.stringContaining("Neo.DatabaseError.Statement.ExecutionFailed"),
+        },
+      });
+      // Every good record went through a transaction that did not fail, in order.
+      const succeeded = attempts.filter((ids) => !ids.some((id) => id.startsWith("poison"))).flat();
+      expect(succeeded).toEqual(["good-0", "good-1", "good-3"]);
+    });
+
+    it("tries an unrecognised error a bounded number of times, then narrows it the same way", async () => {
+      const { graph, attempts } = poisonGraph(() => new Error("nobody knows this one"));
+      const waits: number[] = [];
+      const { deps: d, sent } = deps({ graph, sleep: async (ms) => void waits.push(ms) });
+      await processBatch("outcome-created", batch, d);
+      expect(attempts.slice(0, UNKNOWN_ERROR_ATTEMPTS).every((ids) => ids.length === 4)).toBe(true);
+      expect(waits).toHaveLength(UNKNOWN_ERROR_ATTEMPTS - 1);
+      expect(sent.filter((item) => item.kind === "dead-letter").map((item) => item.record.offset)).toEqual(["2"]);
+    });
+
+    it("blames no record for an unrecognised error while Neo4j does not answer", async () => {
+      const { graph } = poisonGraph(() => new Error("nobody knows this one"));
+      const down = { ...graph, ping: async () => Promise.reject(new Error("connection refused")) };
+      const { deps: d, sent } = deps({ graph: down, sleep: async () => {} });
+      await expect(processBatch("outcome-created", batch, d)).rejects.toThrow("connection refused");
+      expect(sent).toEqual([]);
+    });
+
+    it("lets a transient failure through untouched, so the partition pauses", async () => {
+      const { graph, attempts } = poisonGraph(() =>
+        Object.assign(new Error("deadlock"), { code: "Neo.TransientError.Transaction.DeadlockDetected" }),
+      );
+      const { deps: d, sent } = deps({ graph });
+      await expect(processBatch("outcome-created", batch, d)).rejects.toThrow("deadlock");
+      expect(attempts).toHaveLength(1);
+      expect(sent).toEqual([]);
+    });
   });
 });

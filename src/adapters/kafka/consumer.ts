@@ -50,6 +50,8 @@ const MAX_PAUSE_MS = 30_000;
  * re-check. Resuming earlier would refetch (and throw away) up to a fetch's worth of its records.
  */
 const HOLD_PAUSE_MS = 10_000;
+/** A third of the session timeout, as kafkajs's own heartbeat interval is. */
+const HEARTBEAT_WHILE_APPLYING_MS = 3_000;
 
 /**
  * The consumer group over the three source topics and their retry topics. Each fetched partition
@@ -164,6 +166,10 @@ export function createProjectorConsumer(
         }
       }
       if (chunk.length > 0) {
+        // A batch may take longer than the session timeout (a queue behind the serial stream, a batch
+        // narrowed down around poison): keep the membership alive meanwhile, or the group rebalances
+        // and the batch is fetched and applied a second time.
+        const heartbeat = setInterval(() => void payload.heartbeat().catch(() => {}), HEARTBEAT_WHILE_APPLYING_MS);
         try {
           const coalesced = serialApply.get(role.stream);
           await (coalesced ? coalesced(batch.topic, chunk) : processBatch(role.stream, chunk, deps));
@@ -192,6 +198,8 @@ export function createProjectorConsumer(
           );
           pauseFor(payload, pauseMs);
           return;
+        } finally {
+          clearInterval(heartbeat);
         }
         failures.delete(partitionKey);
         const lastOffset = (chunk.at(-1) as SourceRecord).offset;
