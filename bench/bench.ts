@@ -201,7 +201,7 @@ async function main(): Promise<void> {
   );
   const names = topicNames(config.topics);
   await ensureTopics(admin, topicSpecs(names, { partitions: PARTITIONS, replicationFactor: 1 }));
-  const schemaIds = await registerSchemas(registry, names.source);
+  const schemaIds = await registerSchemas(config.registry, names.source);
   const producer = createProducer(kafka);
   await producer.connect();
   t = performance.now();
@@ -462,7 +462,7 @@ async function main(): Promise<void> {
       escalationEdge: `${prefix}-soak.escalation-edge`,
     });
     await ensureTopics(admin, topicSpecs(soakNames, { partitions: PARTITIONS, replicationFactor: 1 }));
-    const soakIds = await registerSchemas(registry, soakNames.source);
+    const soakIds = await registerSchemas(config.registry, soakNames.source);
     await publishEvents(producer, registry, soakIds, soakNames, log.registry, () => {}, 5000);
     const seconds = SOAK_MINUTES * 60;
     const outcomeRate = Math.max(1, Math.round(SOAK_RATE * 0.8));

@@ -41,7 +41,7 @@ async function main(): Promise<void> {
     topicSpecs(names, { partitions: config.topics.partitions, replicationFactor: config.topics.replicationFactor }),
   );
   const registry = createSchemaRegistry(config.registry);
-  const schemaIds = await registerSchemas(registry, names.source);
+  const schemaIds = await registerSchemas(config.registry, names.source);
   say(
     `topics ready (${Object.values(names.source).join(", ")}), schemas registered (ids ${Object.values(schemaIds).join(", ")})`,
   );

@@ -70,7 +70,9 @@ const envSchema = z.object({
   TERMINAL_AGENT_IDS: commaList("os-agt-001,os-agt-004"),
   TOPIC_PARTITIONS: int(6, 1, 10_000),
   TOPIC_REPLICATION_FACTOR: int(1, 1, 10),
-  REGISTER_SCHEMAS: bool(true),
+  REGISTER_SCHEMAS: bool(false),
+  STARTUP_TIMEOUT_MS: int(60_000, 1_000, 3_600_000),
+  SCHEMA_MISS_TTL_MS: int(60_000, 0, 86_400_000),
   METRICS_PORT: int(9464, 0, 65535),
   METRICS_HOST: z.string().min(1).default("0.0.0.0"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
@@ -115,6 +117,7 @@ const configSchema = envSchema.transform((env) => ({
   },
   registry: {
     url: env.SCHEMA_REGISTRY_URL,
+    missTtlMs: env.SCHEMA_MISS_TTL_MS,
     auth:
       env.SCHEMA_REGISTRY_USERNAME === undefined
         ? undefined
@@ -139,6 +142,7 @@ const configSchema = envSchema.transform((env) => ({
     replicationFactor: env.TOPIC_REPLICATION_FACTOR,
   },
   registerSchemas: env.REGISTER_SCHEMAS,
+  startupTimeoutMs: env.STARTUP_TIMEOUT_MS,
   tenants: env.TENANTS.map((entry): TenantRoute => {
     const [tenantId = "", database] = entry.split("=").map((part) => part.trim());
     return { tenantId, database: database || env.NEO4J_DATABASE };

@@ -1,6 +1,6 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { startHttpServer } from "./adapters/http/server.js";
+import { type HealthChecks, startHttpServer } from "./adapters/http/server.js";
 import { ensureTopics, fetchLag, topicSpecs } from "./adapters/kafka/admin.js";
 import { createCatchUpHold } from "./adapters/kafka/catch-up-hold.js";
 import { createKafka, createProducer } from "./adapters/kafka/client.js";
@@ -8,7 +8,12 @@ import { createProjectorConsumer, type ProjectorConsumer } from "./adapters/kafk
 import { createRecordSink } from "./adapters/kafka/record-sink.js";
 import { createPrometheusMetrics, type PrometheusMetrics } from "./adapters/metrics/prometheus.js";
 import { createDriver, createGraphWriter, migrate } from "./adapters/neo4j/graph-writer.js";
-import { createAvroDecoder, createSchemaRegistry, registerSchemas } from "./adapters/registry/schema-registry.js";
+import {
+  checkRegistry,
+  createAvroDecoder,
+  createSchemaRegistry,
+  registerSchemas,
+} from "./adapters/registry/schema-registry.js";
 import type { Config } from "./config.js";
 import { errorMessage } from "./errors.js";
 import type { AppLogger } from "./logger.js";
@@ -16,6 +21,7 @@ import type { BatchDeps } from "./pipeline/process-batch.js";
 import { type Clock, type Stream, systemClock } from "./ports.js";
 import { DRIFT_KINDS } from "./reconcile/drift.js";
 import { reconcileRegistry } from "./reconcile/reconcile.js";
+import { StartupError, untilDeadline } from "./startup.js";
 import { consumedTopics, roleOfTopic, topicNames } from "./topics.js";
 import { SERVICE_VERSION } from "./version.js";
 
@@ -40,31 +46,90 @@ export async function startService(
   logger: AppLogger,
   clock: Clock = systemClock,
 ): Promise<RunningService> {
+  // What start-up has opened so far, closed in reverse order if a later step fails, so that a failed
+  // start leaves nothing behind that keeps the process alive.
+  const opened: (() => Promise<unknown>)[] = [];
+  try {
+    return await startOrFail(config, logger, clock, opened);
+  } catch (error) {
+    for (const close of opened.reverse()) await close().catch(() => {});
+    if (error instanceof StartupError) throw error;
+    throw new StartupError(errorMessage(error), { cause: error });
+  }
+}
+
+async function startOrFail(
+  config: Config,
+  logger: AppLogger,
+  clock: Clock,
+  opened: (() => Promise<unknown>)[],
+): Promise<RunningService> {
+  const deadlineAt = clock.now() + config.startupTimeoutMs;
   const metrics = createPrometheusMetrics();
   const names = topicNames(config.topics);
   const databases = new Map(config.tenants.map((route) => [route.tenantId, route.database]));
 
+  // The HTTP server first: a port already taken is found before anything else is connected, and
+  // /metrics answers while the rest starts. Readiness stays false until the consumer has joined.
+  let probes: HealthChecks | undefined;
+  const server: Server = await startHttpServer(
+    metrics.registry,
+    {
+      live: () => probes?.live() ?? { ok: true, detail: { starting: true } },
+      ready: async () => (probes ? probes.ready() : { ok: false, detail: { starting: true } }),
+    },
+    config.metrics.host,
+    config.metrics.port,
+  ).catch((error: NodeJS.ErrnoException) => {
+    throw new StartupError(
+      error.code === "EADDRINUSE"
+        ? `metrics port ${config.metrics.host}:${config.metrics.port} is already in use (METRICS_PORT)`
+        : `metrics server on ${config.metrics.host}:${config.metrics.port}: ${error.message}`,
+    );
+  });
+  opened.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const metricsPort = (server.address() as AddressInfo).port;
+
   const driver = createDriver(config.neo4j);
+  opened.push(() => driver.close());
   const graph = createGraphWriter(driver, metrics, config.neo4j.txTimeoutMs, config.neo4j.maxConcurrentWrites);
-  await migrate(driver, databases.values());
+  await untilDeadline(`Neo4j at ${config.neo4j.uri}`, deadlineAt, () => migrate(driver, databases.values()), clock);
   logger.info({ databases: [...new Set(databases.values())] }, "constraints in place");
 
-  const registry = createSchemaRegistry(config.registry);
+  await untilDeadline(
+    `schema registry at ${config.registry.url}`,
+    deadlineAt,
+    () => checkRegistry(config.registry),
+    clock,
+  );
   if (config.registerSchemas) {
-    const ids = await registerSchemas(registry, names.source);
+    const ids = await untilDeadline(
+      "registering the reader schemas (REGISTER_SCHEMAS)",
+      deadlineAt,
+      () => registerSchemas(config.registry, names.source),
+      clock,
+    );
     logger.info({ schemaIds: ids }, "reader schemas registered");
   }
-  const decoder = createAvroDecoder(registry);
+  const registry = createSchemaRegistry(config.registry);
+  const decoder = createAvroDecoder(registry, { missTtlMs: config.registry.missTtlMs, now: () => clock.now() });
 
   const kafka = createKafka(config.kafka, logger);
   const admin = kafka.admin();
-  await admin.connect();
-  const existing = new Set(await admin.listTopics());
+  opened.push(() => admin.disconnect());
+  const brokers = `Kafka at ${config.kafka.brokers.join(",")}`;
+  const existing = await untilDeadline(
+    brokers,
+    deadlineAt,
+    async () => {
+      await admin.connect();
+      return new Set(await admin.listTopics());
+    },
+    clock,
+  );
   const missingSources = Object.values(names.source).filter((topic) => !existing.has(topic));
   if (missingSources.length > 0) {
-    await admin.disconnect();
-    await driver.close();
-    throw new Error(
+    throw new StartupError(
       `source topic(s) ${missingSources.join(", ")} do not exist; create them with "agent-graph-projector topics"`,
     );
   }
@@ -72,11 +137,12 @@ export async function startService(
     partitions: config.topics.partitions,
     replicationFactor: config.topics.replicationFactor,
   }).filter((spec) => roleOfTopic(names, spec.topic)?.role !== "source");
-  const created = await ensureTopics(admin, ownTopics);
+  const created = await untilDeadline(brokers, deadlineAt, () => ensureTopics(admin, ownTopics), clock);
   if (created.length > 0) logger.info({ topics: created }, "created retry and dead-letter topics");
 
   const producer = createProducer(kafka);
-  await producer.connect();
+  opened.push(() => producer.disconnect());
+  await untilDeadline(brokers, deadlineAt, () => producer.connect(), clock);
   const sink = createRecordSink(producer, names, SERVICE_VERSION, (topic) => metrics.recordDeadLetterPublished(topic));
 
   let failWith: (error: unknown) => void = () => {};
@@ -98,6 +164,7 @@ export async function startService(
     retry: config.retry,
   };
   const hold = createCatchUpHold(admin, config.kafka.group, names, config.catchUpHoldRecords, logger);
+  opened.push(async () => hold.stop());
   const consumer = createProjectorConsumer(
     kafka,
     names,
@@ -119,40 +186,27 @@ export async function startService(
   hold.useLocalLag(() => consumer.lagSeen());
 
   let registryOk = { at: 0, ok: false };
-  const server: Server = await startHttpServer(
-    metrics.registry,
-    {
-      live() {
-        const idleMs = clock.now() - consumer.lastProgressAt();
-        return { ok: idleMs < WEDGED_AFTER_MS, detail: { consumerIdleSeconds: Math.round(idleMs / 1000) } };
-      },
-      async ready() {
-        const joined = consumer.isJoined();
-        const neo4jOk = await graph.ping().then(
+  probes = {
+    live() {
+      const idleMs = clock.now() - consumer.lastProgressAt();
+      return { ok: idleMs < WEDGED_AFTER_MS, detail: { consumerIdleSeconds: Math.round(idleMs / 1000) } };
+    },
+    async ready() {
+      const joined = consumer.isJoined();
+      const neo4jOk = await graph.ping().then(
+        () => true,
+        () => false,
+      );
+      if (clock.now() - registryOk.at > 5_000) {
+        const ok = await checkRegistry(config.registry).then(
           () => true,
           () => false,
         );
-        if (clock.now() - registryOk.at > 5_000) {
-          const ok = await fetch(`${config.registry.url.replace(/\/$/, "")}/subjects`, {
-            signal: AbortSignal.timeout(2_000),
-            headers: config.registry.auth
-              ? {
-                  authorization: `Basic ${Buffer.from(`${config.registry.auth.username}:${config.registry.auth.password}`).toString("base64")}`,
-                }
-              : {},
-          }).then(
-            (response) => response.ok,
-            () => false,
-          );
-          registryOk = { at: clock.now(), ok };
-        }
-        return { ok: joined && neo4jOk && registryOk.ok, detail: { joined, neo4j: neo4jOk, registry: registryOk.ok } };
-      },
+        registryOk = { at: clock.now(), ok };
+      }
+      return { ok: joined && neo4jOk && registryOk.ok, detail: { joined, neo4j: neo4jOk, registry: registryOk.ok } };
     },
-    config.metrics.host,
-    config.metrics.port,
-  );
-  const metricsPort = (server.address() as AddressInfo).port;
+  };
 
   const lagTopics = consumedTopics(names);
   const reported = new Set<string>();
@@ -212,8 +266,9 @@ export async function startService(
         }, config.reconcileIntervalMs)
       : undefined;
 
-  await hold.start();
-  await consumer.start();
+  await untilDeadline(brokers, deadlineAt, () => hold.start(), clock);
+  opened.push(() => consumer.stop());
+  await untilDeadline(`${brokers} (joining group ${config.kafka.group})`, deadlineAt, () => consumer.start(), clock);
   logger.info(
     { group: config.kafka.group, topics: lagTopics, metricsPort, version: SERVICE_VERSION },
     "projector running",

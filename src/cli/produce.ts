@@ -85,7 +85,7 @@ export function registerProduce(program: Command): void {
         const events = parseEventFile(readFileSync(file === "-" ? 0 : file, "utf8"));
         const names = topicNames(config.topics);
         const registry = createSchemaRegistry(config.registry);
-        const ids = await registerSchemas(registry, names.source);
+        const ids = await registerSchemas(config.registry, names.source);
         const producer = createProducer(createKafka(config.kafka, logger));
         await producer.connect();
         try {

@@ -1,11 +1,22 @@
 import type { Command } from "commander";
-import { startService } from "../service.js";
+import { errorMessage } from "../errors.js";
+import { type RunningService, startService } from "../service.js";
 import { action, cliContext } from "./context.js";
 
 /**
  * `run`: the service. SIGTERM or SIGINT stops fetching, lets the batch in flight commit, leaves the
- * group and closes the driver; if that takes longer than SHUTDOWN_TIMEOUT_MS the process exits 1.
+ * group and closes the driver; if that takes longer than SHUTDOWN_TIMEOUT_MS the process exits 1. A
+ * start-up that fails or outlasts STARTUP_TIMEOUT_MS exits 1 with one line on stderr naming the cause.
  */
+/**
+ * One line naming the cause, then exit 1 at once: whatever a failed start left open (a socket a client
+ * still retries on) must not keep the process alive.
+ */
+function exitWith(line: string): never {
+  process.stderr.write(`error: ${line}\n`);
+  process.exit(1);
+}
+
 export function registerRun(program: Command): void {
   program
     .command("run")
@@ -13,7 +24,18 @@ export function registerRun(program: Command): void {
     .action(
       action(async () => {
         const { config, logger } = cliContext("stdout");
-        const service = await startService(config, logger);
+        // Start-up is bounded step by step (startup.ts); this is the last resort that no step can outlast.
+        const watchdog = setTimeout(() => {
+          exitWith(`start-up did not finish within ${Math.round(config.startupTimeoutMs / 1000) + 30} s`);
+        }, config.startupTimeoutMs + 30_000);
+        let service: RunningService;
+        try {
+          service = await startService(config, logger);
+        } catch (error) {
+          exitWith(`start-up failed: ${errorMessage(error)}`);
+        } finally {
+          clearTimeout(watchdog);
+        }
         const onSignal = (signal: NodeJS.Signals) => {
           const timer = setTimeout(() => {
             logger.error({ signal, timeoutMs: config.shutdownTimeoutMs }, "shutdown took too long; exiting");

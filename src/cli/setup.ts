@@ -1,8 +1,12 @@
-import type { Command } from "commander";
+import { type Command, Option } from "commander";
 import { ensureTopics, topicSpecs } from "../adapters/kafka/admin.js";
 import { createKafka } from "../adapters/kafka/client.js";
 import { createDriver, migrate } from "../adapters/neo4j/graph-writer.js";
-import { createSchemaRegistry, registerSchemas } from "../adapters/registry/schema-registry.js";
+import {
+  COMPATIBILITY_LEVELS,
+  type CompatibilityLevel,
+  registerSchemas,
+} from "../adapters/registry/schema-registry.js";
 import { topicNames } from "../topics.js";
 import { action, cliContext } from "./context.js";
 import { printRows } from "./output.js";
@@ -64,11 +68,20 @@ export function registerSetup(program: Command): void {
 
   program
     .command("schemas")
-    .description("register the Avro schemas under <topic>-value with BACKWARD compatibility")
+    .description(
+      "register the Avro reader schemas under <topic>-value; subjects keep their compatibility level unless --compatibility is given",
+    )
+    .addOption(
+      new Option("--compatibility <level>", "set each subject to this level first").choices(COMPATIBILITY_LEVELS),
+    )
     .action(
-      action(async () => {
+      action(async (options: { compatibility?: CompatibilityLevel }) => {
         const { config } = cliContext();
-        const ids = await registerSchemas(createSchemaRegistry(config.registry), topicNames(config.topics).source);
+        const ids = await registerSchemas(
+          config.registry,
+          topicNames(config.topics).source,
+          options.compatibility ? { compatibility: options.compatibility } : {},
+        );
         printRows(
           Object.entries(ids).map(([stream, id]) => ({ stream, schema_id: id })),
           {},

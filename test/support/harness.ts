@@ -81,7 +81,16 @@ export class Harness {
     );
   }
 
-  static async create(prefix: string, extra: Record<string, string> = {}): Promise<Harness> {
+  /**
+   * A spec's clients over fresh topics. The harness plays the producers' part and registers the reader
+   * schemas under the new subjects, unless `registerSchemas` is false (a spec that sets the subjects
+   * up itself, then hands the ids to useSchemaIds).
+   */
+  static async create(
+    prefix: string,
+    extra: Record<string, string> = {},
+    options: { registerSchemas?: boolean } = {},
+  ): Promise<Harness> {
     const harness = new Harness(testEnv(prefix, extra));
     await harness.admin.connect();
     await harness.producer.connect();
@@ -89,8 +98,13 @@ export class Harness {
       harness.admin,
       topicSpecs(harness.names, { partitions: harness.config.topics.partitions, replicationFactor: 1 }),
     );
-    harness.schemaIds = await registerSchemas(harness.registry, harness.names.source);
+    if (options.registerSchemas !== false)
+      harness.schemaIds = await registerSchemas(harness.config.registry, harness.names.source);
     return harness;
+  }
+
+  useSchemaIds(ids: Record<Stream, number>): void {
+    this.schemaIds = ids;
   }
 
   async publish(events: readonly ProjectorEvent[]): Promise<void> {

@@ -17,7 +17,7 @@ const outcome = {
 const frame = (id: number, body: Buffer) => Buffer.concat([Buffer.from([0, 0, 0, 0, id]), body]);
 
 /** The decoder over an in-memory schema lookup: framing, caching by id, and how lookup failures are classed. */
-function decoderWith(schemas: Map<number, avro.Type>, failure?: unknown) {
+function decoderWith(schemas: Map<number, avro.Type>, failure?: unknown, clock?: { now: number }) {
   let lookups = 0;
   const registry = {
     async getSchema(id: number) {
@@ -28,7 +28,8 @@ function decoderWith(schemas: Map<number, avro.Type>, failure?: unknown) {
       return schema;
     },
   };
-  return { decoder: createAvroDecoder(registry as never), lookups: () => lookups };
+  const options = clock ? { missTtlMs: 60_000, now: () => clock.now } : {};
+  return { decoder: createAvroDecoder(registry as never, options), lookups: () => lookups };
 }
 
 describe("the Avro decoder", () => {
@@ -89,5 +90,20 @@ describe("the Avro decoder", () => {
     await expect(decoder.decode("outcome-created", frame(7, reader.toBuffer(outcome)))).rejects.toBeInstanceOf(
       TransientError,
     );
+  });
+
+  it("remembers an unknown schema id as a miss for a while: a flood of them asks the registry once", async () => {
+    const clock = { now: 0 };
+    const { decoder, lookups } = decoderWith(new Map(), undefined, clock);
+    const unknown = frame(9, reader.toBuffer(outcome));
+    for (let n = 0; n < 50; n++) {
+      const result = await decoder.decode("outcome-created", unknown);
+      expect(result).toBeInstanceOf(Rejection);
+      expect((result as Rejection).reason).toBe("unknown-schema-id");
+    }
+    expect(lookups()).toBe(1);
+    clock.now = 60_001;
+    await decoder.decode("outcome-created", unknown);
+    expect(lookups()).toBe(2);
   });
 });

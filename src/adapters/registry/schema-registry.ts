@@ -1,8 +1,8 @@
-import { COMPATIBILITY, SchemaRegistry, SchemaType } from "@kafkajs/confluent-schema-registry";
+import { SchemaRegistry } from "@kafkajs/confluent-schema-registry";
 import avro from "avsc";
 import { TimeoutMiddleware } from "mappersmith/middleware/timeout";
 import type { Config } from "../../config.js";
-import { TransientError } from "../../errors.js";
+import { FatalError, TransientError } from "../../errors.js";
 import { Rejection } from "../../model/fate.js";
 import { readerSchema, STREAMS } from "../../model/schemas.js";
 import type { Decoder, Stream } from "../../ports.js";
@@ -24,22 +24,36 @@ export function createSchemaRegistry(config: Config["registry"], timeoutMs = 5_0
   });
 }
 
+export interface DecoderOptions {
+  /** How long an id the registry does not know is answered from memory before it is asked again. */
+  readonly missTtlMs?: number;
+  readonly now?: () => number;
+}
+
 /**
- * Decodes Confluent-framed Avro (magic byte 0, 4-byte schema id, body) through our reader schema, so a
- * producer on a newer backward-compatible schema is read as we expect. Writer schemas come from the
+ * Decodes Confluent-framed Avro (magic byte 0, 4-byte schema id, body) with the writer schema the id
+ * names, resolved to our reader schema: whatever the subjects' compatibility level, a producer's
+ * schema is read as long as Avro's resolution rules map it onto ours. Writer schemas come from the
  * registry once per id (the client caches them); the resolver from writer to reader is cached per
- * stream and id, so the hot path does no registry call and no schema work.
+ * stream and id, so the hot path does no registry call and no schema work. Ids the registry does not
+ * know are remembered as misses for `missTtlMs`, so a flood of them costs one request per id, not
+ * one per record.
  */
-export function createAvroDecoder(registry: SchemaRegistry): Decoder {
+export function createAvroDecoder(registry: SchemaRegistry, options: DecoderOptions = {}): Decoder {
+  const missTtlMs = options.missTtlMs ?? 60_000;
+  const now = options.now ?? Date.now;
   const readers = new Map(STREAMS.map((stream) => [stream, avro.Type.forSchema(readerSchema(stream) as avro.Schema)]));
   // Resolutions in progress are shared: a batch's records all ask for the same id at once.
   const resolvers = new Map<string, avro.Resolver | Rejection>();
+  const misses = new Map<number, { rejection: Rejection; until: number }>();
   const pending = new Map<string, Promise<avro.Resolver | Rejection>>();
 
   function resolverFor(stream: Stream, id: number): avro.Resolver | Rejection | Promise<avro.Resolver | Rejection> {
     const cacheKey = `${stream}:${id}`;
     const cached = resolvers.get(cacheKey);
     if (cached) return cached;
+    const miss = misses.get(id);
+    if (miss && miss.until > now()) return miss.rejection;
     let resolving = pending.get(cacheKey);
     if (!resolving) {
       resolving = resolve(stream, id, cacheKey).finally(() => pending.delete(cacheKey));
@@ -55,7 +69,9 @@ export function createAvroDecoder(registry: SchemaRegistry): Decoder {
     } catch (error) {
       const status = (error as { status?: number }).status;
       if (status === 404 || /not found/i.test(String((error as Error).message))) {
-        return new Rejection("unknown-schema-id", `schema id ${id} is not in the registry`);
+        const rejection = new Rejection("unknown-schema-id", `schema id ${id} is not in the registry`);
+        misses.set(id, { rejection, until: now() + missTtlMs });
+        return rejection;
       }
       throw new TransientError(
         `schema registry unavailable while fetching schema id ${id}: ${(error as Error).message}`,
@@ -97,18 +113,120 @@ export function createAvroDecoder(registry: SchemaRegistry): Decoder {
   };
 }
 
-/** Registers our schemas under `<topic>-value` (TopicNameStrategy) with BACKWARD compatibility. */
+/** The compatibility levels a Confluent-compatible registry knows. */
+export const COMPATIBILITY_LEVELS = [
+  "NONE",
+  "BACKWARD",
+  "BACKWARD_TRANSITIVE",
+  "FORWARD",
+  "FORWARD_TRANSITIVE",
+  "FULL",
+  "FULL_TRANSITIVE",
+] as const;
+export type CompatibilityLevel = (typeof COMPATIBILITY_LEVELS)[number];
+
+interface RegistryAnswer {
+  readonly status: number;
+  readonly body: Record<string, unknown>;
+}
+
+/**
+ * One request to the registry's REST API, for what the client library cannot do the way we need:
+ * registering without touching a subject's compatibility, and a health check with our credentials.
+ * Unreachable or 5xx is a TransientError; refused credentials a FatalError; other answers are returned.
+ */
+async function registryRequest(
+  config: Config["registry"],
+  method: "GET" | "POST" | "PUT",
+  path: string,
+  body?: unknown,
+  timeoutMs = 5_000,
+): Promise<RegistryAnswer> {
+  const headers: Record<string, string> = { accept: "application/vnd.schemaregistry.v1+json, application/json" };
+  if (body !== undefined) headers["content-type"] = "application/vnd.schemaregistry.v1+json";
+  if (config.auth) {
+    const token = Buffer.from(`${config.auth.username}:${config.auth.password}`).toString("base64");
+    headers.authorization = `Basic ${token}`;
+  }
+  const url = `${config.url.replace(/\/$/, "")}${path}`;
+  let response: Response;
+  try {
+    response = await fetch(url, {
+      method,
+      headers,
+      signal: AbortSignal.timeout(timeoutMs),
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+  } catch (error) {
+    const cause = (error as { cause?: { message?: string } }).cause?.message ?? (error as Error).message;
+    throw new TransientError(`schema registry at ${config.url} unreachable: ${cause}`, { cause: error });
+  }
+  const text = await response.text();
+  let parsed: Record<string, unknown> = {};
+  try {
+    parsed = text === "" ? {} : (JSON.parse(text) as Record<string, unknown>);
+  } catch {
+    parsed = { message: text.slice(0, 500) };
+  }
+  if (response.status === 401 || response.status === 403) {
+    throw new FatalError(`schema registry at ${config.url} refused our credentials (HTTP ${response.status})`);
+  }
+  if (response.status >= 500) {
+    throw new TransientError(
+      `schema registry at ${config.url} answered HTTP ${response.status}: ${String(parsed.message ?? "")}`,
+    );
+  }
+  return { status: response.status, body: parsed };
+}
+
+/** Resolves when the registry answers an authenticated request; readiness and start-up ask it. */
+export async function checkRegistry(config: Config["registry"], timeoutMs = 2_000): Promise<void> {
+  const { status } = await registryRequest(config, "GET", "/subjects", undefined, timeoutMs);
+  if (status !== 200) throw new TransientError(`schema registry at ${config.url} answered HTTP ${status} to /subjects`);
+}
+
+/** A subject's own compatibility level, or the registry's global one when the subject has none. */
+export async function compatibilityOf(config: Config["registry"], subject: string): Promise<string> {
+  const own = await registryRequest(config, "GET", `/config/${encodeURIComponent(subject)}`);
+  if (own.status === 200) return String(own.body.compatibilityLevel ?? own.body.compatibility ?? "");
+  const global = await registryRequest(config, "GET", "/config");
+  return String(global.body.compatibilityLevel ?? global.body.compatibility ?? "");
+}
+
+/**
+ * Registers our reader schemas under `<topic>-value` (TopicNameStrategy) and returns their ids. The
+ * subjects' compatibility levels are the producers' business and stay as they are, unless
+ * `compatibility` is given: then each subject is set to it first (an operator's explicit choice,
+ * `schemas --compatibility`). A registration the registry refuses is a FatalError naming the subject
+ * and its level.
+ */
 export async function registerSchemas(
-  registry: SchemaRegistry,
+  config: Config["registry"],
   topics: Readonly<Record<Stream, string>>,
+  options: { compatibility?: CompatibilityLevel } = {},
 ): Promise<Record<Stream, number>> {
   const ids = {} as Record<Stream, number>;
   for (const stream of STREAMS) {
-    const { id } = await registry.register(
-      { type: SchemaType.AVRO, schema: JSON.stringify(readerSchema(stream)) },
-      { subject: `${topics[stream]}-value`, compatibility: COMPATIBILITY.BACKWARD },
-    );
-    ids[stream] = id;
+    const subject = `${topics[stream]}-value`;
+    const path = `/subjects/${encodeURIComponent(subject)}/versions`;
+    if (options.compatibility) {
+      const set = await registryRequest(config, "PUT", `/config/${encodeURIComponent(subject)}`, {
+        compatibility: options.compatibility,
+      });
+      if (set.status !== 200) {
+        throw new FatalError(
+          `setting subject ${subject} to ${options.compatibility} was refused (HTTP ${set.status}: ${String(set.body.message ?? "")})`,
+        );
+      }
+    }
+    const answer = await registryRequest(config, "POST", path, { schema: JSON.stringify(readerSchema(stream)) });
+    if (answer.status !== 200 || typeof answer.body.id !== "number") {
+      const level = await compatibilityOf(config, subject).catch(() => "unknown");
+      throw new FatalError(
+        `registering our ${stream} schema under subject ${subject} (compatibility ${level}) was refused: HTTP ${answer.status} ${String(answer.body.message ?? "")}`.trim(),
+      );
+    }
+    ids[stream] = answer.body.id;
   }
   return ids;
 }

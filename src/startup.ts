@@ -1,0 +1,56 @@
+import { classify, errorMessage } from "./errors.js";
+import type { Clock } from "./ports.js";
+
+/** Start-up could not finish; its message is the one line the process exits with. */
+export class StartupError extends Error {
+  override readonly name = "StartupError";
+}
+
+/**
+ * Tries one start-up step until it succeeds or the start-up deadline passes. A failure that waiting
+ * cannot cure (bad credentials, a database that does not exist, a refused registration) ends it at
+ * once; an unreachable server is tried again every second or two until the deadline. Each attempt is
+ * itself cut off at the deadline, so a client that retries internally for longer cannot stretch it.
+ */
+export async function untilDeadline<T>(
+  what: string,
+  deadlineAt: number,
+  attempt: () => Promise<T>,
+  clock: Clock,
+  sleep: (ms: number) => Promise<void> = (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+): Promise<T> {
+  const started = clock.now();
+  for (;;) {
+    const remaining = deadlineAt - clock.now();
+    try {
+      return await cutOff(attempt(), Math.max(remaining, 0));
+    } catch (error) {
+      const retryClass = classify(error);
+      if (retryClass === "fatal" || retryClass === "rejected") {
+        throw new StartupError(`${what}: ${errorMessage(error)}`, { cause: error });
+      }
+      const now = clock.now();
+      if (now >= deadlineAt) {
+        throw new StartupError(
+          `${what}: not reachable within ${Math.round((now - started) / 1000)} s (STARTUP_TIMEOUT_MS): ${errorMessage(error)}`,
+          { cause: error },
+        );
+      }
+      await sleep(Math.min(2_000, deadlineAt - now));
+    }
+  }
+}
+
+class CutOff extends Error {
+  override readonly name = "CutOff";
+}
+
+function cutOff<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const limit = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new CutOff("no answer before the start-up deadline")), ms);
+  });
+  // The abandoned attempt may still fail later; nobody is waiting for it any more.
+  work.catch(() => {});
+  return Promise.race([work, limit]).finally(() => clearTimeout(timer));
+}
