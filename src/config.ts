@@ -85,7 +85,7 @@ const envSchema = z.object({
   // Ids are index keys; Neo4j's range indexes refuse entries over about 8 KB (up to 4 bytes a character).
   MAX_ID_LENGTH: int(256, 1, 1_000_000),
   MAX_TEXT_LENGTH: int(4096, 1, 10_000_000),
-  RETRY_MAX_ATTEMPTS: int(12, 1, 10_000),
+  RETRY_MAX_ATTEMPTS: int(0, 0, 1_000_000),
   RETRY_MAX_AGE_MS: int(3_600_000, 1000, 30 * 86_400_000),
   RETRY_BACKOFF_MS: int(500, 10, 3_600_000),
   RETRY_BACKOFF_MAX_MS: int(60_000, 10, 86_400_000),

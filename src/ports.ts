@@ -41,6 +41,8 @@ export type SinkItem =
       readonly notBefore: number;
       readonly firstSeen: number;
       readonly reason: string;
+      /** Set once the record's window has run out: see pipeline/retry-window.ts. */
+      readonly upstreamMark?: UpstreamMark;
     }
   | {
       readonly kind: "dead-letter";
@@ -55,6 +57,17 @@ export type SinkItem =
  */
 export interface RecordSink {
   send(items: readonly SinkItem[]): Promise<void>;
+}
+
+/** Offsets per `topic/partition` of the topics a stream waits on (pipeline/retry-window.ts). */
+export type UpstreamMark = Readonly<Record<string, number>>;
+
+/** Where the group stands on the topics a stream's deferred records wait on. */
+export interface UpstreamProgress {
+  /** The end offsets of those topics now. */
+  ends(stream: Stream): Promise<UpstreamMark>;
+  /** The group's committed positions on them (the low watermark where it has committed nothing). */
+  committed(stream: Stream): Promise<UpstreamMark>;
 }
 
 export interface Clock {

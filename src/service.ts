@@ -6,6 +6,7 @@ import { createCatchUpHold } from "./adapters/kafka/catch-up-hold.js";
 import { createKafka, createProducer } from "./adapters/kafka/client.js";
 import { createProjectorConsumer, type ProjectorConsumer } from "./adapters/kafka/consumer.js";
 import { createRecordSink } from "./adapters/kafka/record-sink.js";
+import { createUpstreamProgress } from "./adapters/kafka/upstream-progress.js";
 import { createPrometheusMetrics, type PrometheusMetrics } from "./adapters/metrics/prometheus.js";
 import { createDriver, createGraphWriter, migrate } from "./adapters/neo4j/graph-writer.js";
 import {
@@ -162,6 +163,7 @@ async function startOrFail(
     databases,
     defaultTenant: config.tenants[0]?.tenantId ?? "default",
     retry: config.retry,
+    upstream: createUpstreamProgress(admin, config.kafka.group, names),
   };
   const hold = createCatchUpHold(admin, config.kafka.group, names, config.catchUpHoldRecords, logger);
   opened.push(async () => hold.stop());

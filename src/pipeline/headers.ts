@@ -7,6 +7,7 @@ export const HEADER = {
   notBefore: "agp-not-before",
   firstSeen: "agp-first-seen",
   deferReason: "agp-defer-reason",
+  upstreamMark: "agp-upstream-mark",
   sourceTopic: "agp-source-topic",
   sourcePartition: "agp-source-partition",
   sourceOffset: "agp-source-offset",

@@ -19,19 +19,17 @@ import type {
   SinkItem,
   SourceRecord,
   Stream,
+  UpstreamMark,
+  UpstreamProgress,
 } from "../ports.js";
 import { projectEscalations } from "../projection/escalations.js";
 import { projectOutcomes } from "../projection/outcomes.js";
 import type { Indexed, Plan } from "../projection/plan.js";
 import { projectRegistry } from "../projection/registry.js";
 import { HEADER, headerNumber, headerString } from "./headers.js";
+import { decideDeferral, decodeMark, deferralDelayMs, type RetryPolicy } from "./retry-window.js";
 
-export interface RetryPolicy {
-  readonly maxAttempts: number;
-  readonly maxAgeMs: number;
-  readonly backoffMs: number;
-  readonly backoffMaxMs: number;
-}
+export type { RetryPolicy } from "./retry-window.js";
 
 export interface BatchDeps {
   readonly decoder: Decoder;
@@ -45,6 +43,11 @@ export interface BatchDeps {
   readonly databases: ReadonlyMap<string, string>;
   readonly defaultTenant: string;
   readonly retry: RetryPolicy;
+  /**
+   * The group's position upstream, which decides when a deferred record past its window may be
+   * dead-lettered (retry-window.ts). Without it, a record is dead-lettered as soon as its window ends.
+   */
+  readonly upstream?: UpstreamProgress;
   /** Waits between the attempts at a batch that failed with an unrecognised error; injectable for tests. */
   readonly sleep?: (ms: number) => Promise<void>;
 }
@@ -82,6 +85,10 @@ export async function processBatch(
   const byDatabase = new Map<string, Indexed<ProjectorEvent>[]>();
 
   const decoded = await Promise.all(records.map((record) => toEvent(stream, record, deps)));
+  // Read before any transaction of this batch runs: a record past its window is dead-lettered only if
+  // the upstream had been applied up to its mark before the attempt that failed (retry-window.ts).
+  const marked = records.some((record) => headerString(record.headers, HEADER.upstreamMark) !== undefined);
+  const committedAtStart = marked && deps.upstream ? await deps.upstream.committed(stream) : undefined;
   decoded.forEach((result, i) => {
     if (result instanceof Rejection) {
       fates.set(i, deadLettered(result.reason, boundedText(result.message)));
@@ -99,26 +106,41 @@ export async function processBatch(
   const fateCounts = new Map<string, { fate: Fate; count: number }>();
   const sinkItems: SinkItem[] = [];
   const summary: Record<Fate["kind"], number> = { applied: 0, unchanged: 0, stale: 0, deferred: 0, "dead-lettered": 0 };
-  records.forEach((record, i) => {
+  let endsNow: UpstreamMark | undefined;
+  for (const [i, record] of records.entries()) {
     let fate = fates.get(i) ?? deadLettered("invalid-field", "no statement produced a result for this record");
     if (fate.kind === "deferred") {
       const attempt = (headerNumber(record.headers, HEADER.attempt) ?? 0) + 1;
       const firstSeen = headerNumber(record.headers, HEADER.firstSeen) ?? started;
-      if (attempt >= deps.retry.maxAttempts || started - firstSeen >= deps.retry.maxAgeMs) {
+      const decision = decideDeferral({
+        attempt,
+        firstSeen,
+        now: started,
+        // Without the upstream's position there is nothing to wait for: the window alone decides.
+        mark: deps.upstream ? decodeMark(headerString(record.headers, HEADER.upstreamMark)) : undefined,
+        committedAtStart,
+        policy: deps.retry,
+      });
+      if (decision.kind === "dead-letter" || (decision.kind === "final-check" && !deps.upstream)) {
         fate = deadLettered(
           "precondition-timeout",
           `${fate.reason} after ${attempt} attempt(s) over ${Math.round((started - firstSeen) / 1000)}s`,
         );
       } else {
-        const delay = Math.min(deps.retry.backoffMs * 2 ** (attempt - 1), deps.retry.backoffMaxMs);
+        let upstreamMark = decision.kind === "retry" ? decision.mark : undefined;
+        if (decision.kind === "final-check" && deps.upstream) {
+          endsNow ??= await deps.upstream.ends(stream);
+          upstreamMark = endsNow;
+        }
         sinkItems.push({
           kind: "retry",
           record,
           stream,
           attempt,
-          notBefore: started + delay,
+          notBefore: started + deferralDelayMs(attempt, deps.retry),
           firstSeen,
           reason: fate.reason,
+          ...(upstreamMark ? { upstreamMark } : {}),
         });
       }
     }
@@ -140,7 +162,7 @@ export async function processBatch(
     const counted = fateCounts.get(fateKey);
     if (counted) counted.count += 1;
     else fateCounts.set(fateKey, { fate, count: 1 });
-  });
+  }
   for (const { fate, count } of fateCounts.values())
     deps.metrics.recordFate(stream, STREAM_PATTERNS[stream], fate, count);
   if (sinkItems.length > 0) await deps.sink.send(sinkItems);

@@ -250,10 +250,7 @@ describe("bad input goes to the dead-letter topic with a reason; the partition k
       ...schema,
       fields: [...(schema.fields as object[]), { name: "priority", type: ["null", "string"], default: null }],
     };
-    const { id } = await harness.registry.register(
-      { type: SchemaType.AVRO, schema: JSON.stringify(v2) },
-      { subject: `${harness.names.source["outcome-created"]}-value` },
-    );
+    const id = await harness.registerVersion("outcome-created", v2);
     expect(id).not.toBe(schemaIds["outcome-created"]);
     const { kind: _k, ...value } = outcome("o-v2", "fin-agt-002");
     await harness.sendRaw(harness.names.source["outcome-created"], [

@@ -1,4 +1,3 @@
-import { SchemaType } from "@kafkajs/confluent-schema-registry";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { fetchLag } from "../../src/adapters/kafka/admin.js";
 import { toMessage } from "../../src/adapters/kafka/event-publisher.js";
@@ -51,10 +50,7 @@ describe.skipIf(Boolean(process.env.SCHEMA_REGISTRY_URL) || process.env.STACK ==
         ...schema,
         fields: [...(schema.fields as object[]), { name: "channel", type: ["null", "string"], default: null }],
       };
-      const { id: v2Id } = await harness.registry.register(
-        { type: SchemaType.AVRO, schema: JSON.stringify(v2) },
-        { subject: `${harness.names.source["escalation-edge"]}-value` },
-      );
+      const v2Id = await harness.registerVersion("escalation-edge", v2);
       const { kind: _kind, ...edge } = escalation("during-1", "during-2");
       const escalations = [
         { key: "during-1", value: await harness.registry.encode(v2Id, { ...edge, channel: "pager" }) },
@@ -83,6 +79,63 @@ describe.skipIf(Boolean(process.env.SCHEMA_REGISTRY_URL) || process.env.STACK ==
       ).toBe(true);
       const [letters] = await harness.admin.fetchTopicOffsets(harness.names.deadLetter["escalation-edge"]);
       expect(letters?.high).toBe("0");
+    });
+  },
+);
+
+/**
+ * Neo4j unavailable (frozen with SIGSTOP) for longer than the retry window, while a registry backlog
+ * ending with the snapshot a deferred outcome waits for is published. Once Neo4j answers again, the
+ * outcome's retries run while the registry topic is still catching up: a record whose window ran out
+ * during the outage must not be dead-lettered before that upstream has caught up.
+ */
+describe.skipIf(Boolean(process.env.NEO4J_URI) || process.env.STACK === "testcontainers")(
+  "a Neo4j outage longer than the retry window",
+  () => {
+    let harness: Harness;
+    let neo4jPid: number | undefined;
+    beforeAll(async () => {
+      harness = await Harness.create("neo4j-outage", {
+        TOPIC_PARTITIONS: "1",
+        RETRY_MAX_AGE_MS: "3000",
+        RETRY_BACKOFF_MS: "100",
+        RETRY_BACKOFF_MAX_MS: "500",
+        // Small transactions, so the registry backlog takes a while to apply after the outage.
+        BATCH_MAX_RECORDS: "100",
+      });
+      await harness.clearGraph();
+      const { stackStatus } = await import("../../stack/api.js");
+      neo4jPid = (await stackStatus()).servers.find((server) => server.name === "neo4j")?.pid;
+    });
+    afterEach(() => {
+      if (neo4jPid) process.kill(neo4jPid, "SIGCONT");
+      return harness.stopProjectors();
+    });
+    afterAll(() => harness?.close());
+
+    it("dead-letters nothing that can apply once Neo4j is back", async () => {
+      expect(neo4jPid).toBeGreaterThan(0);
+      await harness.startProjector();
+      await harness.publish([snapshot("fin-agt-001")]);
+      await harness.waitForCaughtUp();
+
+      // Deferred: its agent has not registered yet. It keeps being retried while Neo4j is frozen.
+      await harness.publish([outcome("o-early", "late-agt-001")]);
+      await sleep(1_500);
+      process.kill(neo4jPid as number, "SIGSTOP");
+      const backlog = Array.from({ length: 3_000 }, (_, i) => snapshot(`fill-agt-${i}`));
+      await harness.publish([...backlog, snapshot("late-agt-001"), outcome("o-during", "late-agt-001")]);
+      await sleep(8_000);
+      process.kill(neo4jPid as number, "SIGCONT");
+      await harness.waitForCaughtUp(120_000);
+
+      expect(await harness.deadLetters()).toEqual([]);
+      const graph = await harness.dump();
+      for (const id of ["o-early", "o-during"]) {
+        expect(
+          graph.relationships.some((line) => line.startsWith(`Agent:late-agt-001 -[PRODUCED]-> Outcome:${id} `)),
+        ).toBe(true);
+      }
     });
   },
 );

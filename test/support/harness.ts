@@ -103,6 +103,20 @@ export class Harness {
     return harness;
   }
 
+  /** Registers a schema version under a source topic's subject as a producer would: its level untouched. */
+  async registerVersion(stream: Stream, schema: object): Promise<number> {
+    const subject = encodeURIComponent(`${this.names.source[stream]}-value`);
+    const response = await fetch(`${this.config.registry.url}/subjects/${subject}/versions`, {
+      method: "POST",
+      headers: { "content-type": "application/vnd.schemaregistry.v1+json" },
+      body: JSON.stringify({ schema: JSON.stringify(schema) }),
+    });
+    const body = (await response.json()) as { id?: number; message?: string };
+    if (!response.ok || typeof body.id !== "number")
+      throw new Error(`registering under ${subject}: HTTP ${response.status} ${body.message ?? ""}`);
+    return body.id;
+  }
+
   useSchemaIds(ids: Record<Stream, number>): void {
     this.schemaIds = ids;
   }

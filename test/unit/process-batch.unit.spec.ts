@@ -258,4 +258,35 @@ describe("processBatch", () => {
       expect(sent).toEqual([]);
     });
   });
+
+  describe("a deferred record past its window", () => {
+    const upstream = (committed: Record<string, number>) => ({
+      ends: async () => ({ "reg/0": 10 }),
+      committed: async () => committed,
+    });
+    const past = { [HEADER.attempt]: "7", [HEADER.firstSeen]: String(1_000_000 - 61_000) };
+
+    it("is retried with the upstream's end offsets as its mark, not dead-lettered", async () => {
+      const { deps: d, sent } = deps({ upstream: upstream({ "reg/0": 3 }) });
+      await processBatch("outcome-created", [outcomeRecord(0, past)], d);
+      expect(sent).toEqual([expect.objectContaining({ kind: "retry", upstreamMark: { "reg/0": 10 } })]);
+    });
+
+    it("stays deferred while the group has not applied the upstream up to the mark", async () => {
+      const { deps: d, sent } = deps({ upstream: upstream({ "reg/0": 9 }) });
+      await processBatch("outcome-created", [outcomeRecord(0, { ...past, [HEADER.upstreamMark]: '{"reg/0":10}' })], d);
+      expect(sent).toEqual([expect.objectContaining({ kind: "retry", upstreamMark: { "reg/0": 10 } })]);
+    });
+
+    it("is dead-lettered as precondition-timeout once the upstream was applied up to the mark", async () => {
+      const { deps: d, sent } = deps({ upstream: upstream({ "reg/0": 10 }) });
+      await processBatch("outcome-created", [outcomeRecord(0, { ...past, [HEADER.upstreamMark]: '{"reg/0":10}' })], d);
+      expect(sent).toEqual([
+        expect.objectContaining({
+          kind: "dead-letter",
+          fate: expect.objectContaining({ reason: "precondition-timeout" }),
+        }),
+      ]);
+    });
+  });
 });

@@ -160,13 +160,26 @@ export async function fetchLag(
   groupId: string,
   topics: readonly string[],
 ): Promise<{ topic: string; partition: number; lag: number }[]> {
+  return (await fetchPositions(admin, groupId, topics)).map(({ topic, partition, committed, high, low }) => ({
+    topic,
+    partition,
+    lag: partitionLag(committed, high, low),
+  }));
+}
+
+/** A group's committed offset ("-1": none yet) and the watermarks of every partition of the topics. */
+export async function fetchPositions(
+  admin: Admin,
+  groupId: string,
+  topics: readonly string[],
+): Promise<{ topic: string; partition: number; committed: string; high: number; low: number }[]> {
   const committed = await admin.fetchOffsets({ groupId, topics: [...topics] });
-  const out: { topic: string; partition: number; lag: number }[] = [];
+  const out: { topic: string; partition: number; committed: string; high: number; low: number }[] = [];
   for (const { topic, partitions } of committed) {
     const offsets = await admin.fetchTopicOffsets(topic);
     for (const p of offsets) {
       const commit = partitions.find((c) => c.partition === p.partition)?.offset ?? "-1";
-      out.push({ topic, partition: p.partition, lag: partitionLag(commit, Number(p.high), Number(p.low)) });
+      out.push({ topic, partition: p.partition, committed: commit, high: Number(p.high), low: Number(p.low) });
     }
   }
   return out;

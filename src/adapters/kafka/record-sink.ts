@@ -1,5 +1,6 @@
 import type { IHeaders, Producer } from "kafkajs";
 import { HEADER } from "../../pipeline/headers.js";
+import { encodeMark } from "../../pipeline/retry-window.js";
 import type { RecordSink, SinkItem } from "../../ports.js";
 import type { TopicNames } from "../../topics.js";
 
@@ -34,6 +35,7 @@ export function createRecordSink(
           headers[HEADER.notBefore] = String(item.notBefore);
           headers[HEADER.firstSeen] = String(item.firstSeen);
           headers[HEADER.deferReason] = item.reason;
+          if (item.upstreamMark) headers[HEADER.upstreamMark] = encodeMark(item.upstreamMark);
         } else {
           topic = names.deadLetter[item.stream];
           headers[HEADER.errorClass] = item.fate.reason;
