@@ -4,7 +4,14 @@
  * The spec's statement, batched over `$rows` (one collapsed snapshot per agent) and guarded by the
  * registry version: a snapshot older than the one already applied to the agent changes nothing, so a
  * replay of an old prefix of the log never walks the graph back (a revoked tool must not reappear).
- * An equal version re-applies, which is a no-op. Rows that passed the guard are returned.
+ * An equal version re-applies, which is a no-op — unless that version was a tombstone's: a deletion
+ * wins a tie, so a late copy of the snapshot it deleted cannot restore the agent's grants. Rows that
+ * passed the guard are returned.
+ *
+ * The guard is evaluated under the agent's write lock (the `_LOCK_` property is set and removed at
+ * once, the Cypher manual's idiom against lost updates): a concurrent transaction writing the same
+ * agent (another instance after a rebalance, a retry topic's partition) has committed before the
+ * version is read, so two writers cannot both pass the guard on the same old version.
  *
  * Each list runs in its own `CALL (a, row) { … }` for the spec's reason: UNWIND over an empty list
  * yields no rows and would otherwise drop the agent row and every projection after it.
@@ -12,14 +19,18 @@
 export const REGISTRY_PROJECTION = `
 UNWIND $rows AS row
 MERGE (a:Agent {agent_id: row.agent_id})
+SET a._LOCK_ = true
+REMOVE a._LOCK_
 WITH a, row, toInteger(row.registry_version) AS version
-WHERE a.registry_version IS NULL OR a.registry_version <= version
+WHERE a.registry_version IS NULL OR a.registry_version < version
+   OR (a.registry_version = version AND a.registry_deleted IS NULL)
 SET a.name             = row.name,
     a.family           = row.family,
     a.owner            = row.owner,
     a.decision_scope   = row.decision_scope,
     a.status           = row.status,
-    a.registry_version = version
+    a.registry_version = version,
+    a.registry_deleted = null
 
 WITH a, row
 CALL (a, row) {
@@ -53,25 +64,37 @@ RETURN row.i AS i
 
 /**
  * A tombstone (null value on the compacted topic) means what a "deregistered" snapshot with empty
- * lists means: §3.1 and §3.2 with empty tools, workflows and escalation path. It has no version, so it
- * keeps the agent's. Only agents the registry projected (they carry a version) are touched: a node that
+ * lists means: §3.1 and §3.2 with empty tools, workflows and escalation path. It is versioned by its
+ * `registry_version` header and fenced like a snapshot, under the same lock: it applies only when no
+ * newer version was applied (a late tombstone must not deregister an agent registered again since).
+ * It records its version and `registry_deleted = true`, which makes it win a tie against a snapshot of
+ * the same version. Only agents the registry projected (they carry a version) are touched: a node that
  * exists only as someone's escalation target has nothing to remove, and touching it would make the
- * result depend on cross-partition arrival order.
+ * result depend on cross-partition arrival order. `applied` tells a fenced tombstone from one applied.
  */
 export const REGISTRY_TOMBSTONE = `
 UNWIND $rows AS row
 MATCH (a:Agent {agent_id: row.agent_id})
 WHERE a.registry_version IS NOT NULL
-SET a.status = 'deregistered'
-WITH a, row
-CALL (a) {
-  MATCH (a)-[r:AUTHORIZED_FOR|OWNS_WORKFLOW]->()
-  DELETE r
+SET a._LOCK_ = true
+REMOVE a._LOCK_
+WITH a, row, toInteger(row.registry_version) AS version
+WITH a, row, version, a.registry_version <= version AS applied
+CALL (a, version, applied) {
+  WITH a, version WHERE applied
+  SET a.status           = 'deregistered',
+      a.registry_version = version,
+      a.registry_deleted = true
+  WITH a
+  CALL (a) {
+    MATCH (a)-[r:AUTHORIZED_FOR|OWNS_WORKFLOW]->()
+    DELETE r
+  }
+  CALL (a) {
+    MATCH (a)-[stale:CAN_ESCALATE_TO]->(:Agent)
+    WHERE stale.declared = true
+    SET stale.declared = false
+  }
 }
-CALL (a) {
-  MATCH (a)-[stale:CAN_ESCALATE_TO]->(:Agent)
-  WHERE stale.declared = true
-  SET stale.declared = false
-}
-RETURN row.i AS i
+RETURN row.i AS i, applied
 `;

@@ -79,10 +79,15 @@ export function validateRegistrySnapshot(value: Decoded, rules: ValidationRules)
   };
 }
 
-/** A tombstone carries no value, so its tenant comes from a `tenant_id` header or the default tenant. */
+/**
+ * A tombstone carries no value, so its tenant comes from a `tenant_id` header (or the default tenant)
+ * and its version from a `registry_version` header. A tombstone without a version cannot be fenced — a
+ * late one would deregister an agent registered again since — so it is rejected.
+ */
 export function validateRegistryTombstone(
   key: string | null,
   tenantId: string,
+  version: string | undefined,
   rules: ValidationRules,
 ): RegistryTombstone | Rejection {
   if (!rules.servedTenants.has(tenantId))
@@ -90,7 +95,14 @@ export function validateRegistryTombstone(
   if (key === null || !isAgentId(key)) {
     return new Rejection("malformed-id", `tombstone key ${JSON.stringify(key)} is not an agent id`);
   }
-  return { kind: "registry-tombstone", tenant_id: tenantId, agent_id: key };
+  const registryVersion = version === undefined || !/^[0-9]+$/.test(version) ? Number.NaN : Number(version);
+  if (!Number.isSafeInteger(registryVersion)) {
+    return new Rejection(
+      "invalid-field",
+      `a tombstone needs a registry_version header with a non-negative integer (got ${JSON.stringify(version ?? null)})`,
+    );
+  }
+  return { kind: "registry-tombstone", tenant_id: tenantId, agent_id: key, registry_version: registryVersion };
 }
 
 export function validateOutcomeCreated(value: Decoded, rules: ValidationRules): OutcomeCreated | Rejection {

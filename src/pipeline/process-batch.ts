@@ -79,7 +79,9 @@ export async function processBatch(
     }
     const database = deps.databases.get(result.tenant_id) as string;
     const events = byDatabase.get(database) ?? [];
-    events.push({ i, event: result });
+    // A record that went through the retry or dead-letter topic names its source; it is late.
+    const late = headerString((records[i] as SourceRecord).headers, HEADER.sourceOffset) !== undefined;
+    events.push({ i, event: result, late });
     byDatabase.set(database, events);
   });
 
@@ -154,7 +156,7 @@ async function toEvent(stream: Stream, record: SourceRecord, deps: BatchDeps): P
     if (stream !== "registry-mutation")
       return new Rejection("not-avro", "a null value (tombstone) is only meaningful on the registry topic");
     const tenant = headerString(record.headers, HEADER.tenantId) ?? deps.defaultTenant;
-    return validateRegistryTombstone(key, tenant, deps.rules);
+    return validateRegistryTombstone(key, tenant, headerString(record.headers, HEADER.registryVersion), deps.rules);
   }
   const value = await deps.decoder.decode(stream, record.value);
   if (value instanceof Rejection) return value;

@@ -1,7 +1,7 @@
-import { OUTCOME_PROJECTION, PRODUCED } from "../cypher/s3_3-produced.js";
+import { OUTCOME_PROJECTION, OUTCOME_PROJECTION_LATE, PRODUCED } from "../cypher/s3_3-produced.js";
 import type { Statement, StatementResult } from "../cypher/statement.js";
 import type { OutcomeCreated } from "../model/events.js";
-import { applied, deferred, type Fate, unchanged } from "../model/fate.js";
+import { applied, deferred, type Fate, stale, unchanged } from "../model/fate.js";
 import { copyFateToDuplicates, type Indexed, type Plan } from "./plan.js";
 
 /**
@@ -9,6 +9,8 @@ import { copyFateToDuplicates, type Indexed, type Plan } from "./plan.js";
  * has no node yet is deferred (its Outcome node is written already; the retry adds PRODUCED). A
  * redelivered event in the same batch is applied once; two different events for one outcome_id go to
  * successive rounds, so no key repeats inside an UNWIND and the later event's values win, as in order.
+ * A late event (from a retry topic or re-driven) never overwrites the outcome; one whose agent the
+ * outcome no longer names is stale.
  */
 export function projectOutcomes(events: readonly Indexed<OutcomeCreated>[]): Plan {
   const rounds: Indexed<OutcomeCreated>[][] = [];
@@ -34,36 +36,54 @@ export function projectOutcomes(events: readonly Indexed<OutcomeCreated>[]): Pla
     // driver's retry backoff). Each outcome_id appears once per round, so row order changes nothing else.
     // Each statement gets only the fields it reads: parameter packing is most of the driver's CPU.
     const sorted = [...round].sort(byAgent);
-    const outcomeRows = sorted.map(({ event }) => ({
-      outcome_id: event.outcome_id,
-      agent_id: event.agent_id,
-      status: event.status,
-      correlation_id: event.correlation_id,
-      created_at: event.created_at,
-    }));
+    const fresh = sorted.filter((item) => item.late !== true);
+    const late = sorted.filter((item) => item.late === true);
     const producedRows = sorted.map(({ i, event }) => ({ i, outcome_id: event.outcome_id, agent_id: event.agent_id }));
-    return [
-      { name: "outcome", cypher: OUTCOME_PROJECTION, params: { rows: outcomeRows } },
-      { name: "3.3", cypher: PRODUCED, params: { rows: producedRows } },
-    ] satisfies Statement[];
+    const out: Statement[] = [];
+    if (fresh.length > 0)
+      out.push({ name: "outcome", cypher: OUTCOME_PROJECTION, params: { rows: fresh.map(outcomeRow) } });
+    if (late.length > 0) {
+      const rows = late.map((item) => ({ i: item.i, ...outcomeRow(item) }));
+      out.push({ name: "outcome", cypher: OUTCOME_PROJECTION_LATE, params: { rows } });
+    }
+    out.push({ name: "3.3", cypher: PRODUCED, params: { rows: producedRows } });
+    return out;
   });
   return {
     statements,
     fates(results: readonly StatementResult[]) {
       const fates = new Map<number, Fate>();
+      const superseded = new Set<number>();
       statements.forEach((statement, position) => {
+        if (statement.cypher === OUTCOME_PROJECTION_LATE) {
+          for (const record of results[position]?.records ?? [])
+            if (record.current !== true) superseded.add(Number(record.i));
+          return;
+        }
         if (statement.name !== "3.3") return;
         const produced = new Map<number, boolean>();
         for (const record of results[position]?.records ?? []) produced.set(Number(record.i), record.existed === true);
         for (const row of statement.params.rows) {
           const i = Number(row.i);
           const existed = produced.get(i);
-          fates.set(i, existed === undefined ? deferred("agent-missing") : existed ? unchanged : applied);
+          if (superseded.has(i)) fates.set(i, stale);
+          else fates.set(i, existed === undefined ? deferred("agent-missing") : existed ? unchanged : applied);
         }
       });
       copyFateToDuplicates(fates, duplicates);
       return fates;
     },
+  };
+}
+
+/** The fields the Outcome node takes from an event. */
+function outcomeRow({ event }: Indexed<OutcomeCreated>) {
+  return {
+    outcome_id: event.outcome_id,
+    agent_id: event.agent_id,
+    status: event.status,
+    correlation_id: event.correlation_id,
+    created_at: event.created_at,
   };
 }
 

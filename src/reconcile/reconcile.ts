@@ -31,17 +31,23 @@ export async function reconcileRegistry(options: {
   rules: ValidationRules;
   repair: boolean;
 }): Promise<ReconcileResult> {
-  const raw: { key: Buffer | null; value: Buffer | null; tenant: string }[] = [];
+  const raw: { key: Buffer | null; value: Buffer | null; tenant: string; version: string | undefined }[] = [];
   await readTopicsToEnd(options.kafka, [options.topic], ({ message }) => {
     const header = message.headers?.[HEADER.tenantId];
-    raw.push({ key: message.key, value: message.value, tenant: header ? String(header) : options.tenantId });
+    const version = message.headers?.[HEADER.registryVersion];
+    raw.push({
+      key: message.key,
+      value: message.value,
+      tenant: header ? String(header) : options.tenantId,
+      version: version === undefined ? undefined : String(version),
+    });
   });
   const events: RegistryEvent[] = [];
   let unreadable = 0;
   for (const record of raw) {
     let event: RegistryEvent | Rejection;
     if (record.value === null) {
-      event = validateRegistryTombstone(record.key?.toString() ?? null, record.tenant, options.rules);
+      event = validateRegistryTombstone(record.key?.toString() ?? null, record.tenant, record.version, options.rules);
     } else {
       const decoded = await options.decoder.decode("registry-mutation", record.value);
       event = decoded instanceof Rejection ? decoded : validateRegistrySnapshot(decoded, options.rules);

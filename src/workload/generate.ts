@@ -4,6 +4,7 @@ import type {
   OwnedWorkflow,
   RegistryEvent,
   RegistrySnapshot,
+  RegistryTombstone,
   ToolGrant,
 } from "../model/events.js";
 
@@ -22,6 +23,14 @@ export interface WorkloadSize {
   /** Share of escalations between agents whose registry never declared that path. */
   readonly undeclaredRatio: number;
   readonly tenantId: string;
+  /** Share of agents deregistered by a tombstone (at a version above their last edit). */
+  readonly deregisterRatio?: number;
+  /** Share of deregistered agents registered again afterwards, at a higher version still. */
+  readonly reregisterRatio?: number;
+  /** Share of outcomes re-emitted later with another status (a producer's correction). */
+  readonly outcomeUpdateRatio?: number;
+  /** Share of outcome-created records published again as exact duplicates. */
+  readonly outcomeRepeatRatio?: number;
 }
 
 export const SMALL_WORKLOAD: WorkloadSize = {
@@ -146,6 +155,20 @@ export function generateEventLog(seed: number, size: WorkloadSize = SMALL_WORKLO
       if (random() < 0.2) workflows = workflows.slice(0, -1);
       registry.push(snapshot());
     }
+    if (random() < (size.deregisterRatio ?? 0)) {
+      version += 1;
+      const deletion: RegistryTombstone = {
+        kind: "registry-tombstone",
+        tenant_id: size.tenantId,
+        agent_id: id,
+        registry_version: version,
+      };
+      registry.push(deletion);
+      if (random() >= (size.reregisterRatio ?? 0)) return;
+      version += 1 + Math.floor(random() * 2);
+      tools = sample(toolPool, size.toolsPerAgent);
+      registry.push(snapshot());
+    }
     for (const target of path ?? []) declared.add(`${id}>${target}`);
   });
 
@@ -189,5 +212,14 @@ export function generateEventLog(seed: number, size: WorkloadSize = SMALL_WORKLO
   }
   const duplicates = Math.floor(escalations.length * size.duplicateRatio);
   for (let n = 0; n < duplicates; n++) escalations.push({ ...pick(escalations) });
+  // Corrections and repeats of outcomes come after the original in the log, as a producer emits them.
+  const originals = [...outcomes];
+  for (const original of originals) {
+    if (random() < (size.outcomeUpdateRatio ?? 0)) {
+      const status = pick(STATUSES.filter((s) => s !== original.status));
+      outcomes.push({ ...original, event_id: eventId(), status });
+    }
+    if (random() < (size.outcomeRepeatRatio ?? 0)) outcomes.push({ ...original });
+  }
   return { registry, outcomes, escalations };
 }

@@ -49,8 +49,10 @@ export class ReferenceModel {
         return;
       case "registry-tombstone": {
         const agent = this.agents.get(event.agent_id);
-        if (agent?.registry_version === undefined) return;
+        if (agent?.registry_version === undefined || Number(agent.registry_version) > event.registry_version) return;
         agent.status = "deregistered";
+        agent.registry_version = event.registry_version;
+        agent.registry_deleted = true;
         this.dropEdges(this.authorizedFor, event.agent_id, new Set());
         this.dropEdges(this.ownsWorkflow, event.agent_id, new Set());
         this.revokeDeclarations(event.agent_id, new Set());
@@ -67,7 +69,9 @@ export class ReferenceModel {
             created_at: event.created_at,
           }),
         );
+        // The outcome's newest record names its producer; a PRODUCED from an earlier record's agent goes.
         if (this.agents.has(event.agent_id)) this.produced.set(event.outcome_id, event.agent_id);
+        else this.produced.delete(event.outcome_id);
         return;
       }
       case "escalation-edge": {
@@ -90,7 +94,9 @@ export class ReferenceModel {
   private snapshot(event: RegistrySnapshot): void {
     const existing = this.agents.get(event.agent_id);
     const stored = existing?.registry_version;
+    // Ordered by (version, kind): a tombstone wins a tie with a snapshot of its own version.
     if (typeof stored === "number" && stored > event.registry_version) return;
+    if (stored === event.registry_version && existing?.registry_deleted === true) return;
     this.agents.set(
       event.agent_id,
       withoutNulls({

@@ -37,7 +37,11 @@ export async function toMessage(
   event: ProjectorEvent,
 ): Promise<Message> {
   if (event.kind === "registry-tombstone") {
-    return { key: event.agent_id, value: null, headers: { [HEADER.tenantId]: event.tenant_id } };
+    return {
+      key: event.agent_id,
+      value: null,
+      headers: { [HEADER.tenantId]: event.tenant_id, [HEADER.registryVersion]: String(event.registry_version) },
+    };
   }
   const { kind: _kind, ...value } = event;
   return { key: keyOf(event), value: await registry.encode(schemaIds[streamOf(event)], value) };
