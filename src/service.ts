@@ -9,7 +9,7 @@ import { createRecordSink } from "./adapters/kafka/record-sink.js";
 import { createPrometheusMetrics, type PrometheusMetrics } from "./adapters/metrics/prometheus.js";
 import { createDriver, createGraphWriter, migrate } from "./adapters/neo4j/graph-writer.js";
 import { createAvroDecoder, createSchemaRegistry, registerSchemas } from "./adapters/registry/schema-registry.js";
-import type { Config } from "./config.js";
+import { type Config, sharedDatabases } from "./config.js";
 import { errorMessage } from "./errors.js";
 import type { AppLogger } from "./logger.js";
 import type { BatchDeps } from "./pipeline/process-batch.js";
@@ -46,7 +46,7 @@ export async function startService(
 
   const driver = createDriver(config.neo4j);
   const graph = createGraphWriter(driver, metrics, config.neo4j.txTimeoutMs, config.neo4j.maxConcurrentWrites);
-  await migrate(driver, databases.values());
+  await migrate(driver, databases.values(), sharedDatabases(config.tenants));
   logger.info({ databases: [...new Set(databases.values())] }, "constraints in place");
 
   const registry = createSchemaRegistry(config.registry);
@@ -197,6 +197,7 @@ export async function startService(
                 tenantId: route.tenantId,
                 rules: batchDeps.rules,
                 repair: false,
+                scoped: sharedDatabases(config.tenants).has(route.database),
               });
               const counts = new Map<string, number>();
               for (const item of result.drift) counts.set(item.kind, (counts.get(item.kind) ?? 0) + 1);

@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { createKafka } from "../adapters/kafka/client.js";
 import { createDriver, createGraphWriter } from "../adapters/neo4j/graph-writer.js";
 import { createAvroDecoder, createSchemaRegistry } from "../adapters/registry/schema-registry.js";
+import { sharedDatabases } from "../config.js";
 import { noopMetrics } from "../ports.js";
 import { reconcileRegistry } from "../reconcile/reconcile.js";
 import { action, cliContext } from "./context.js";
@@ -34,6 +35,7 @@ export function registerReconcile(program: Command): void {
                 maxListLength: config.limits.maxListLength,
               },
               repair: options.repair === true,
+              scoped: sharedDatabases(config.tenants).has(route.database),
             });
             total += result.drift.length;
             if (options.json) {

@@ -3,6 +3,7 @@ import { ensureTopics, topicSpecs } from "../adapters/kafka/admin.js";
 import { createKafka } from "../adapters/kafka/client.js";
 import { createDriver, migrate } from "../adapters/neo4j/graph-writer.js";
 import { createSchemaRegistry, registerSchemas } from "../adapters/registry/schema-registry.js";
+import { sharedDatabases } from "../config.js";
 import { topicNames } from "../topics.js";
 import { action, cliContext } from "./context.js";
 import { printRows } from "./output.js";
@@ -19,6 +20,7 @@ export function registerSetup(program: Command): void {
           await migrate(
             driver,
             config.tenants.map((t) => t.database),
+            sharedDatabases(config.tenants),
           );
           process.stdout.write(
             `constraints in place on ${[...new Set(config.tenants.map((t) => t.database))].join(", ")}\n`,

@@ -1,3 +1,5 @@
+import { scopedKey } from "./tenant.js";
+
 /**
  * §3.1 Registry projection — Agent, Workflow, Tool, AUTHORIZED_FOR, OWNS_WORKFLOW.
  *
@@ -16,9 +18,9 @@
  * Each list runs in its own `CALL (a, row) { … }` for the spec's reason: UNWIND over an empty list
  * yields no rows and would otherwise drop the agent row and every projection after it.
  */
-export const REGISTRY_PROJECTION = `
+export const registryProjection = (scoped: boolean): string => `
 UNWIND $rows AS row
-MERGE (a:Agent {agent_id: row.agent_id})
+MERGE (a:Agent {${scopedKey(scoped, "row.tenant_id")}agent_id: row.agent_id})
 SET a._LOCK_ = true
 REMOVE a._LOCK_
 WITH a, row, toInteger(row.registry_version) AS version
@@ -35,13 +37,13 @@ SET a.name             = row.name,
 WITH a, row
 CALL (a, row) {
   UNWIND row.tools AS tool
-  MERGE (t:Tool {tool_id: tool.tool_id})
+  MERGE (t:Tool {${scopedKey(scoped, "a.tenant_id")}tool_id: tool.tool_id})
   SET t.name = tool.name
   MERGE (a)-[:AUTHORIZED_FOR]->(t)
 }
 CALL (a, row) {
   UNWIND row.owned_workflows AS wf
-  MERGE (w:Workflow {workflow_id: wf.workflow_id})
+  MERGE (w:Workflow {${scopedKey(scoped, "a.tenant_id")}workflow_id: wf.workflow_id})
   SET w.name    = wf.name,
       w.domain  = wf.domain,
       w.version = wf.version
@@ -72,9 +74,9 @@ RETURN row.i AS i
  * exists only as someone's escalation target has nothing to remove, and touching it would make the
  * result depend on cross-partition arrival order. `applied` tells a fenced tombstone from one applied.
  */
-export const REGISTRY_TOMBSTONE = `
+export const registryTombstone = (scoped: boolean): string => `
 UNWIND $rows AS row
-MATCH (a:Agent {agent_id: row.agent_id})
+MATCH (a:Agent {${scopedKey(scoped, "row.tenant_id")}agent_id: row.agent_id})
 WHERE a.registry_version IS NOT NULL
 SET a._LOCK_ = true
 REMOVE a._LOCK_
@@ -98,3 +100,7 @@ CALL (a, version, applied) {
 }
 RETURN row.i AS i, applied
 `;
+
+/** The statements for a database of one tenant: the spec's keys. */
+export const REGISTRY_PROJECTION = registryProjection(false);
+export const REGISTRY_TOMBSTONE = registryTombstone(false);

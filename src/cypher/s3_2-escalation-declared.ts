@@ -1,3 +1,5 @@
+import { scopedKey } from "./tenant.js";
+
 /**
  * §3.2 Escalation topology — declared half of CAN_ESCALATE_TO.
  *
@@ -9,15 +11,15 @@
  * do not follow the agent-id convention (human terminals) are filtered out, never merged as agents.
  * Never touches observed_count beyond initialising it on a new edge.
  */
-export const ESCALATION_DECLARED = `
+export const escalationDeclared = (scoped: boolean): string => `
 UNWIND $rows AS row
-MATCH (a:Agent {agent_id: row.agent_id})
+MATCH (a:Agent {${scopedKey(scoped, "row.tenant_id")}agent_id: row.agent_id})
 WHERE a.registry_version = toInteger(row.registry_version) AND a.registry_deleted IS NULL
 WITH a, row, coalesce(row.escalation_path, []) AS escalation_path
 CALL (a, escalation_path) {
   UNWIND escalation_path AS target_agent_id
   WITH target_agent_id WHERE target_agent_id =~ '.+-agt-[0-9]+'
-  MERGE (t:Agent {agent_id: target_agent_id})
+  MERGE (t:Agent {${scopedKey(scoped, "a.tenant_id")}agent_id: target_agent_id})
   MERGE (a)-[r:CAN_ESCALATE_TO]->(t)
     ON CREATE SET r.observed_count = 0
   SET r.declared = true
@@ -31,3 +33,5 @@ CALL (a, escalation_path) {
 }
 RETURN row.i AS i
 `;
+
+export const ESCALATION_DECLARED = escalationDeclared(false);

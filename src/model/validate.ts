@@ -8,6 +8,7 @@ import {
   type ToolGrant,
 } from "./events.js";
 import { Rejection } from "./fate.js";
+import { parseRegistryKey } from "./registry-key.js";
 
 /** What validation needs to know about this deployment. */
 export interface ValidationRules {
@@ -80,19 +81,36 @@ export function validateRegistrySnapshot(value: Decoded, rules: ValidationRules)
 }
 
 /**
- * A tombstone carries no value, so its tenant comes from a `tenant_id` header (or the default tenant)
- * and its version from a `registry_version` header. A tombstone without a version cannot be fenced — a
- * late one would deregister an agent registered again since — so it is rejected.
+ * A tombstone carries no value. Its tenant comes from its key (`<tenant_id>/<agent_id>`, see
+ * registry-key.ts) or a `tenant_id` header — or, where one tenant is served, is that tenant; one that
+ * names no tenant while several are served cannot be placed and is rejected. Its version comes from a
+ * `registry_version` header: a tombstone without one cannot be fenced — a late one would deregister an
+ * agent registered again since — so it is rejected too.
  */
 export function validateRegistryTombstone(
   key: string | null,
-  tenantId: string,
+  headerTenant: string | undefined,
   version: string | undefined,
   rules: ValidationRules,
 ): RegistryTombstone | Rejection {
+  const parsed = key === null ? undefined : parseRegistryKey(key);
+  if (parsed?.tenantId !== undefined && headerTenant !== undefined && parsed.tenantId !== headerTenant) {
+    return new Rejection(
+      "invalid-field",
+      `tombstone key names tenant "${parsed.tenantId}" but its tenant_id header "${headerTenant}"`,
+    );
+  }
+  const only = rules.servedTenants.size === 1 ? [...rules.servedTenants][0] : undefined;
+  const tenantId = parsed?.tenantId ?? headerTenant ?? only;
+  if (tenantId === undefined) {
+    return new Rejection(
+      "invalid-field",
+      "a tombstone must name its tenant (key <tenant_id>/<agent_id> or a tenant_id header) when several tenants are served",
+    );
+  }
   if (!rules.servedTenants.has(tenantId))
     return new Rejection("unserved-tenant", `tenant "${tenantId}" is not served here`);
-  if (key === null || !isAgentId(key)) {
+  if (parsed === undefined || !isAgentId(parsed.agentId)) {
     return new Rejection("malformed-id", `tombstone key ${JSON.stringify(key)} is not an agent id`);
   }
   const registryVersion = version === undefined || !/^[0-9]+$/.test(version) ? Number.NaN : Number(version);
@@ -102,7 +120,12 @@ export function validateRegistryTombstone(
       `a tombstone needs a registry_version header with a non-negative integer (got ${JSON.stringify(version ?? null)})`,
     );
   }
-  return { kind: "registry-tombstone", tenant_id: tenantId, agent_id: key, registry_version: registryVersion };
+  return {
+    kind: "registry-tombstone",
+    tenant_id: tenantId,
+    agent_id: parsed.agentId,
+    registry_version: registryVersion,
+  };
 }
 
 export function validateOutcomeCreated(value: Decoded, rules: ValidationRules): OutcomeCreated | Rejection {

@@ -86,7 +86,9 @@ export async function processBatch(
   });
 
   for (const [database, events] of byDatabase) {
-    const plan = project(stream, events);
+    // Several tenants in one database: every key carries the tenant (cypher/tenant.ts).
+    const scoped = [...deps.databases.values()].filter((served) => served === database).length > 1;
+    const plan = project(stream, events, scoped);
     if (plan.statements.length === 0) continue;
     const results: StatementResult[] = await deps.graph.apply(database, plan.statements as Statement[]);
     for (const result of results) deps.metrics.recordStatement(result);
@@ -155,7 +157,7 @@ async function toEvent(stream: Stream, record: SourceRecord, deps: BatchDeps): P
   if (record.value === null) {
     if (stream !== "registry-mutation")
       return new Rejection("not-avro", "a null value (tombstone) is only meaningful on the registry topic");
-    const tenant = headerString(record.headers, HEADER.tenantId) ?? deps.defaultTenant;
+    const tenant = headerString(record.headers, HEADER.tenantId);
     return validateRegistryTombstone(key, tenant, headerString(record.headers, HEADER.registryVersion), deps.rules);
   }
   const value = await deps.decoder.decode(stream, record.value);
@@ -170,15 +172,16 @@ async function toEvent(stream: Stream, record: SourceRecord, deps: BatchDeps): P
   }
 }
 
-function project(stream: Stream, events: readonly Indexed<ProjectorEvent>[]): Plan {
+function project(stream: Stream, events: readonly Indexed<ProjectorEvent>[], scoped: boolean): Plan {
   switch (stream) {
     case "registry-mutation":
       return projectRegistry(
         events as Indexed<Extract<ProjectorEvent, { kind: "registry-snapshot" | "registry-tombstone" }>>[],
+        scoped,
       );
     case "outcome-created":
-      return projectOutcomes(events as Indexed<Extract<ProjectorEvent, { kind: "outcome-created" }>>[]);
+      return projectOutcomes(events as Indexed<Extract<ProjectorEvent, { kind: "outcome-created" }>>[], scoped);
     case "escalation-edge":
-      return projectEscalations(events as Indexed<Extract<ProjectorEvent, { kind: "escalation-edge" }>>[]);
+      return projectEscalations(events as Indexed<Extract<ProjectorEvent, { kind: "escalation-edge" }>>[], scoped);
   }
 }

@@ -1,4 +1,4 @@
-import { OUTCOME_PROJECTION, OUTCOME_PROJECTION_LATE, PRODUCED } from "../cypher/s3_3-produced.js";
+import { outcomeProjection, outcomeProjectionLate, produced } from "../cypher/s3_3-produced.js";
 import type { Statement, StatementResult } from "../cypher/statement.js";
 import type { OutcomeCreated } from "../model/events.js";
 import { applied, deferred, type Fate, stale, unchanged } from "../model/fate.js";
@@ -12,13 +12,15 @@ import { copyFateToDuplicates, type Indexed, type Plan } from "./plan.js";
  * A late event (from a retry topic or re-driven) never overwrites the outcome; one whose agent the
  * outcome no longer names is stale.
  */
-export function projectOutcomes(events: readonly Indexed<OutcomeCreated>[]): Plan {
+export function projectOutcomes(events: readonly Indexed<OutcomeCreated>[], scoped = false): Plan {
+  const tenant = (event: OutcomeCreated) => (scoped ? { tenant_id: event.tenant_id } : {});
+  const lateCypher = outcomeProjectionLate(scoped);
   const rounds: Indexed<OutcomeCreated>[][] = [];
   const depthOf = new Map<string, number>();
   const lastOf = new Map<string, Indexed<OutcomeCreated>>();
   const duplicates = new Map<number, number[]>();
   for (const item of events) {
-    const key = item.event.outcome_id;
+    const key = `${item.event.tenant_id}\u0000${item.event.outcome_id}`;
     const last = lastOf.get(key);
     if (last && sameFact(last.event, item.event)) {
       duplicates.set(last.i, [...(duplicates.get(last.i) ?? []), item.i]);
@@ -38,15 +40,24 @@ export function projectOutcomes(events: readonly Indexed<OutcomeCreated>[]): Pla
     const sorted = [...round].sort(byAgent);
     const fresh = sorted.filter((item) => item.late !== true);
     const late = sorted.filter((item) => item.late === true);
-    const producedRows = sorted.map(({ i, event }) => ({ i, outcome_id: event.outcome_id, agent_id: event.agent_id }));
+    const producedRows = sorted.map(({ i, event }) => ({
+      i,
+      ...tenant(event),
+      outcome_id: event.outcome_id,
+      agent_id: event.agent_id,
+    }));
     const out: Statement[] = [];
     if (fresh.length > 0)
-      out.push({ name: "outcome", cypher: OUTCOME_PROJECTION, params: { rows: fresh.map(outcomeRow) } });
+      out.push({
+        name: "outcome",
+        cypher: outcomeProjection(scoped),
+        params: { rows: fresh.map((item) => ({ ...tenant(item.event), ...outcomeRow(item) })) },
+      });
     if (late.length > 0) {
-      const rows = late.map((item) => ({ i: item.i, ...outcomeRow(item) }));
-      out.push({ name: "outcome", cypher: OUTCOME_PROJECTION_LATE, params: { rows } });
+      const rows = late.map((item) => ({ i: item.i, ...tenant(item.event), ...outcomeRow(item) }));
+      out.push({ name: "outcome", cypher: lateCypher, params: { rows } });
     }
-    out.push({ name: "3.3", cypher: PRODUCED, params: { rows: producedRows } });
+    out.push({ name: "3.3", cypher: produced(scoped), params: { rows: producedRows } });
     return out;
   });
   return {
@@ -55,7 +66,7 @@ export function projectOutcomes(events: readonly Indexed<OutcomeCreated>[]): Pla
       const fates = new Map<number, Fate>();
       const superseded = new Set<number>();
       statements.forEach((statement, position) => {
-        if (statement.cypher === OUTCOME_PROJECTION_LATE) {
+        if (statement.cypher === lateCypher) {
           for (const record of results[position]?.records ?? [])
             if (record.current !== true) superseded.add(Number(record.i));
           return;

@@ -1,5 +1,5 @@
-import { REGISTRY_PROJECTION, REGISTRY_TOMBSTONE } from "../cypher/s3_1-registry-projection.js";
-import { ESCALATION_DECLARED } from "../cypher/s3_2-escalation-declared.js";
+import { registryProjection, registryTombstone } from "../cypher/s3_1-registry-projection.js";
+import { escalationDeclared } from "../cypher/s3_2-escalation-declared.js";
 import type { Statement, StatementResult } from "../cypher/statement.js";
 import type { RegistryEvent, RegistrySnapshot } from "../model/events.js";
 import { applied, type Fate, stale, unchanged } from "../model/fate.js";
@@ -34,14 +34,16 @@ export function collapseRegistry(events: readonly Indexed<RegistryEvent>[]): {
   const superseded: number[] = [];
   for (const item of events) {
     const { event } = item;
-    const units = unitsByAgent.get(event.agent_id) ?? [];
-    unitsByAgent.set(event.agent_id, units);
-    const highest = highestVersion.get(event.agent_id) ?? Number.NEGATIVE_INFINITY;
+    // Ids are unique within a tenant: two tenants' agents of one id are two agents.
+    const agent = `${event.tenant_id}\u0000${event.agent_id}`;
+    const units = unitsByAgent.get(agent) ?? [];
+    unitsByAgent.set(agent, units);
+    const highest = highestVersion.get(agent) ?? Number.NEGATIVE_INFINITY;
     if (event.registry_version < highest) {
       superseded.push(item.i);
       continue;
     }
-    if (event.kind === "registry-snapshot") highestVersion.set(event.agent_id, event.registry_version);
+    if (event.kind === "registry-snapshot") highestVersion.set(agent, event.registry_version);
     const last = units.at(-1);
     if (last !== undefined && sameEffect(last.event, event)) {
       superseded.push(last.i);
@@ -74,6 +76,7 @@ function sameEffect(a: RegistryEvent, b: RegistryEvent): boolean {
 export function snapshotRow({ i, event }: Indexed<RegistrySnapshot>): Record<string, unknown> {
   return {
     i,
+    tenant_id: event.tenant_id,
     agent_id: event.agent_id,
     registry_version: event.registry_version,
     name: event.name,
@@ -90,24 +93,25 @@ export function snapshotRow({ i, event }: Indexed<RegistrySnapshot>): Record<str
 /**
  * `registry-mutation` → §3.1 then §3.2, per round. A snapshot or tombstone the version guard did not
  * let through is stale; a tombstone for an agent never projected is unchanged. An event superseded
- * inside the batch is stale.
+ * inside the batch is stale. `scoped`: several tenants share the database (cypher/tenant.ts).
  */
-export function projectRegistry(events: readonly Indexed<RegistryEvent>[]): Plan {
+export function projectRegistry(events: readonly Indexed<RegistryEvent>[], scoped = false): Plan {
   const { rounds, superseded } = collapseRegistry(events);
   const statements: Statement[] = [];
   for (const round of rounds) {
     if (round.tombstones.length > 0) {
       const rows = round.tombstones.map(({ i, event }) => ({
         i,
+        tenant_id: event.tenant_id,
         agent_id: event.agent_id,
         registry_version: event.registry_version,
       }));
-      statements.push({ name: "3.1-tombstone", cypher: REGISTRY_TOMBSTONE, params: { rows } });
+      statements.push({ name: "3.1-tombstone", cypher: registryTombstone(scoped), params: { rows } });
     }
     if (round.snapshots.length > 0) {
       const rows = round.snapshots.map(snapshotRow);
-      statements.push({ name: "3.1", cypher: REGISTRY_PROJECTION, params: { rows } });
-      statements.push({ name: "3.2", cypher: ESCALATION_DECLARED, params: { rows } });
+      statements.push({ name: "3.1", cypher: registryProjection(scoped), params: { rows } });
+      statements.push({ name: "3.2", cypher: escalationDeclared(scoped), params: { rows } });
     }
   }
   return {

@@ -30,15 +30,18 @@ export async function reconcileRegistry(options: {
   tenantId: string;
   rules: ValidationRules;
   repair: boolean;
+  /** Several tenants share the database: keys carry the tenant (cypher/tenant.ts). */
+  scoped?: boolean;
 }): Promise<ReconcileResult> {
-  const raw: { key: Buffer | null; value: Buffer | null; tenant: string; version: string | undefined }[] = [];
+  const raw: { key: Buffer | null; value: Buffer | null; tenant: string | undefined; version: string | undefined }[] =
+    [];
   await readTopicsToEnd(options.kafka, [options.topic], ({ message }) => {
     const header = message.headers?.[HEADER.tenantId];
     const version = message.headers?.[HEADER.registryVersion];
     raw.push({
       key: message.key,
       value: message.value,
-      tenant: header ? String(header) : options.tenantId,
+      tenant: header ? String(header) : undefined,
       version: version === undefined ? undefined : String(version),
     });
   });
@@ -56,7 +59,7 @@ export async function reconcileRegistry(options: {
     else if (event.tenant_id === options.tenantId) events.push(event);
   }
   const registry = registryState(events);
-  const actual = await readProjection(options.graph, options.database);
+  const actual = await readProjection(options.graph, options.database, options.scoped ? options.tenantId : null);
   const drift = diffRegistry(new Map([...registry].map(([id, { state }]) => [id, state])), actual);
 
   let repaired = 0;
@@ -65,15 +68,22 @@ export async function reconcileRegistry(options: {
       const entry = registry.get(id);
       return entry ? [entry.latest] : [];
     });
-    const plan = projectRegistry(drifted.map((event, i) => ({ i, event })));
+    const plan = projectRegistry(
+      drifted.map((event, i) => ({ i, event })),
+      options.scoped === true,
+    );
     await options.graph.apply(options.database, plan.statements);
     repaired = drifted.length;
   }
   return { agents: registry.size, drift, unreadable, repaired };
 }
 
-async function readProjection(graph: GraphWriter, database: string): Promise<Map<string, AgentState>> {
-  const rows = await graph.read(database, REGISTRY_PROJECTION_STATE);
+async function readProjection(
+  graph: GraphWriter,
+  database: string,
+  tenantId: string | null,
+): Promise<Map<string, AgentState>> {
+  const rows = await graph.read(database, REGISTRY_PROJECTION_STATE, { tenant_id: tenantId });
   return new Map(
     rows.map((row) => {
       const props = row.props as Record<string, string | number | null>;

@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { readTopicsToEnd } from "../../src/adapters/kafka/read-topic.js";
 import { REGISTRY_PROJECTION } from "../../src/cypher/s3_1-registry-projection.js";
+import { registryKey } from "../../src/model/registry-key.js";
 import { snapshotRow } from "../../src/projection/registry.js";
 import { outcome, snapshot, tool } from "../support/builders.js";
 import { GraphView } from "../support/graph-view.js";
@@ -135,7 +136,8 @@ describe("fencing on every path, on real servers", () => {
       harness.kafka,
       [harness.names.source["registry-mutation"], harness.names.retry["registry-mutation"]],
       (record) => {
-        if (record.message.key?.toString() === A) versions.push({ topic: record.topic, offset: record.message.offset });
+        if (record.message.key?.toString() === registryKey("default", A))
+          versions.push({ topic: record.topic, offset: record.message.offset });
       },
     );
     expect(versions.filter((v) => v.topic === harness.names.source["registry-mutation"])).toHaveLength(2);

@@ -31,6 +31,9 @@ interface Escalation {
 }
 
 export class ReferenceModel {
+  /** `tenant`: the graph of one tenant in a database several share — every node carries tenant_id. */
+  constructor(private readonly tenant?: string) {}
+
   private readonly agents = new Map<string, Record<string, PropertyValue>>();
   private readonly tools = new Map<string, Record<string, PropertyValue>>();
   private readonly workflows = new Map<string, Record<string, PropertyValue>>();
@@ -153,9 +156,17 @@ export class ReferenceModel {
   }
 
   canonical(): CanonicalGraph {
+    return canonicalize(...this.parts());
+  }
+
+  /** Nodes and relationships, for canonicalising one graph or the union of several tenants'. */
+  parts(): [DumpNode[], DumpRelationship[]] {
+    const scope: Record<string, PropertyValue> = this.tenant === undefined ? {} : { tenant_id: this.tenant };
+    const ref = (label: NodeLabel, id: string) =>
+      nodeRef(label, this.tenant === undefined ? id : `${this.tenant}/${id}`);
     const nodes: DumpNode[] = [];
     const add = (label: NodeLabel, map: Map<string, Properties>) => {
-      for (const props of map.values()) nodes.push({ label, props });
+      for (const props of map.values()) nodes.push({ label, props: { ...props, ...scope } });
     };
     add("Agent", this.agents);
     add("Tool", this.tools);
@@ -171,7 +182,7 @@ export class ReferenceModel {
     ) => {
       for (const key of keys) {
         const [from, to] = JSON.parse(key) as [string, string];
-        rels.push({ type, from: nodeRef(fromLabel, from), to: nodeRef(toLabel, to), props: props(key) });
+        rels.push({ type, from: ref(fromLabel, from), to: ref(toLabel, to), props: props(key) });
       }
     };
     edges("AUTHORIZED_FOR", this.authorizedFor, "Agent", "Tool", () => ({}));
@@ -186,9 +197,9 @@ export class ReferenceModel {
       recorded_at: this.observed.get(key) ?? 0,
     }));
     for (const [outcome, agent] of this.produced) {
-      rels.push({ type: "PRODUCED", from: nodeRef("Agent", agent), to: nodeRef("Outcome", outcome), props: {} });
+      rels.push({ type: "PRODUCED", from: ref("Agent", agent), to: ref("Outcome", outcome), props: {} });
     }
-    return canonicalize(nodes, rels);
+    return [nodes, rels];
   }
 }
 
