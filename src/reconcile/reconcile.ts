@@ -33,31 +33,9 @@ export async function reconcileRegistry(options: {
   /** Several tenants share the database: keys carry the tenant (cypher/tenant.ts). */
   scoped?: boolean;
 }): Promise<ReconcileResult> {
-  const raw: { key: Buffer | null; value: Buffer | null; tenant: string | undefined; version: string | undefined }[] =
-    [];
-  await readTopicsToEnd(options.kafka, [options.topic], ({ message }) => {
-    const header = message.headers?.[HEADER.tenantId];
-    const version = message.headers?.[HEADER.registryVersion];
-    raw.push({
-      key: message.key,
-      value: message.value,
-      tenant: header ? String(header) : undefined,
-      version: version === undefined ? undefined : String(version),
-    });
-  });
-  const events: RegistryEvent[] = [];
-  let unreadable = 0;
-  for (const record of raw) {
-    let event: RegistryEvent | Rejection;
-    if (record.value === null) {
-      event = validateRegistryTombstone(record.key?.toString() ?? null, record.tenant, record.version, options.rules);
-    } else {
-      const decoded = await options.decoder.decode("registry-mutation", record.value);
-      event = decoded instanceof Rejection ? decoded : validateRegistrySnapshot(decoded, options.rules);
-    }
-    if (event instanceof Rejection) unreadable += 1;
-    else if (event.tenant_id === options.tenantId) events.push(event);
-  }
+  const read = await readRegistryTopic(options.kafka, options.topic, options.decoder, options.rules);
+  const events = read.events.filter((event) => event.tenant_id === options.tenantId);
+  const unreadable = read.unreadable;
   const registry = registryState(events);
   const actual = await readProjection(options.graph, options.database, options.scoped ? options.tenantId : null);
   const drift = diffRegistry(new Map([...registry].map(([id, { state }]) => [id, state])), actual);
@@ -76,6 +54,44 @@ export async function reconcileRegistry(options: {
     repaired = drifted.length;
   }
   return { agents: registry.size, drift, unreadable, repaired };
+}
+
+/**
+ * The registry topic read to its end and validated, in offset order per partition (so per agent);
+ * records that do not validate are counted, not returned.
+ */
+export async function readRegistryTopic(
+  kafka: Kafka,
+  topic: string,
+  decoder: Decoder,
+  rules: ValidationRules,
+): Promise<{ events: RegistryEvent[]; unreadable: number }> {
+  const raw: { key: Buffer | null; value: Buffer | null; tenant: string | undefined; version: string | undefined }[] =
+    [];
+  await readTopicsToEnd(kafka, [topic], ({ message }) => {
+    const header = message.headers?.[HEADER.tenantId];
+    const version = message.headers?.[HEADER.registryVersion];
+    raw.push({
+      key: message.key,
+      value: message.value,
+      tenant: header ? String(header) : undefined,
+      version: version === undefined ? undefined : String(version),
+    });
+  });
+  const events: RegistryEvent[] = [];
+  let unreadable = 0;
+  for (const record of raw) {
+    let event: RegistryEvent | Rejection;
+    if (record.value === null) {
+      event = validateRegistryTombstone(record.key?.toString() ?? null, record.tenant, record.version, rules);
+    } else {
+      const decoded = await decoder.decode("registry-mutation", record.value);
+      event = decoded instanceof Rejection ? decoded : validateRegistrySnapshot(decoded, rules);
+    }
+    if (event instanceof Rejection) unreadable += 1;
+    else events.push(event);
+  }
+  return { events, unreadable };
 }
 
 async function readProjection(
