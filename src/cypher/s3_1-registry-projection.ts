@@ -1,5 +1,9 @@
 import { scopedKey } from "./tenant.js";
 
+/** True when this snapshot is the most recent edit to name node `n`: later occurred_at, or a tie won by agent_id. */
+const NEWEST_EDIT = (n: string) =>
+  `(${n}.registry_edited_at IS NULL OR row.edited_at > ${n}.registry_edited_at OR (row.edited_at = ${n}.registry_edited_at AND row.agent_id >= ${n}.registry_edited_by))`;
+
 /**
  * §3.1 Registry projection — Agent, Workflow, Tool, AUTHORIZED_FOR, OWNS_WORKFLOW.
  *
@@ -17,13 +21,21 @@ import { scopedKey } from "./tenant.js";
  *
  * Each list runs in its own `CALL (a, row) { … }` for the spec's reason: UNWIND over an empty list
  * yields no rows and would otherwise drop the agent row and every projection after it.
+ *
+ * A Tool or Workflow node is shared by every agent whose snapshot names it, and two snapshots may
+ * give it different properties. The spec's bare SET would leave whichever was applied last, which
+ * depends on how partitions interleave; here the most recent registry edit wins — the greatest
+ * `occurred_at`, ties to the greater agent_id — remembered on the node as `registry_edited_at` and
+ * `registry_edited_by`, so the result is the same in any order (read under the node's write lock, as
+ * the agent's version is).
  */
 export const registryProjection = (scoped: boolean): string => `
 UNWIND $rows AS row
 MERGE (a:Agent {${scopedKey(scoped, "row.tenant_id")}agent_id: row.agent_id})
 SET a._LOCK_ = true
 REMOVE a._LOCK_
-WITH a, row, toInteger(row.registry_version) AS version
+WITH a, row {.*, edited_at: datetime({epochMillis: toInteger(row.occurred_at)})} AS row,
+     toInteger(row.registry_version) AS version
 WHERE a.registry_version IS NULL OR a.registry_version < version
    OR (a.registry_version = version AND a.registry_deleted IS NULL)
 SET a.name             = row.name,
@@ -38,15 +50,25 @@ WITH a, row
 CALL (a, row) {
   UNWIND row.tools AS tool
   MERGE (t:Tool {${scopedKey(scoped, "a.tenant_id")}tool_id: tool.tool_id})
-  SET t.name = tool.name
+  SET t._LOCK_ = true
+  REMOVE t._LOCK_
+  WITH a, row, tool, t, ${NEWEST_EDIT("t")} AS newest
+  SET t.name               = CASE WHEN newest THEN tool.name ELSE t.name END,
+      t.registry_edited_at = CASE WHEN newest THEN row.edited_at ELSE t.registry_edited_at END,
+      t.registry_edited_by = CASE WHEN newest THEN row.agent_id ELSE t.registry_edited_by END
   MERGE (a)-[:AUTHORIZED_FOR]->(t)
 }
 CALL (a, row) {
   UNWIND row.owned_workflows AS wf
   MERGE (w:Workflow {${scopedKey(scoped, "a.tenant_id")}workflow_id: wf.workflow_id})
-  SET w.name    = wf.name,
-      w.domain  = wf.domain,
-      w.version = wf.version
+  SET w._LOCK_ = true
+  REMOVE w._LOCK_
+  WITH a, row, wf, w, ${NEWEST_EDIT("w")} AS newest
+  SET w.name               = CASE WHEN newest THEN wf.name ELSE w.name END,
+      w.domain             = CASE WHEN newest THEN wf.domain ELSE w.domain END,
+      w.version            = CASE WHEN newest THEN wf.version ELSE w.version END,
+      w.registry_edited_at = CASE WHEN newest THEN row.edited_at ELSE w.registry_edited_at END,
+      w.registry_edited_by = CASE WHEN newest THEN row.agent_id ELSE w.registry_edited_by END
   MERGE (a)-[:OWNS_WORKFLOW]->(w)
 }
 

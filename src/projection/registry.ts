@@ -79,6 +79,7 @@ export function snapshotRow({ i, event }: Indexed<RegistrySnapshot>): Record<str
     tenant_id: event.tenant_id,
     agent_id: event.agent_id,
     registry_version: event.registry_version,
+    occurred_at: event.occurred_at,
     name: event.name,
     family: event.family,
     owner: event.owner,

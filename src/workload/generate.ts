@@ -31,6 +31,8 @@ export interface WorkloadSize {
   readonly outcomeUpdateRatio?: number;
   /** Share of outcome-created records published again as exact duplicates. */
   readonly outcomeRepeatRatio?: number;
+  /** Share of tool grants and owned workflows a snapshot describes differently from other agents'. */
+  readonly sharedNodeConflictRatio?: number;
 }
 
 export const SMALL_WORKLOAD: WorkloadSize = {
@@ -114,6 +116,12 @@ export function generateEventLog(seed: number, size: WorkloadSize = SMALL_WORKLO
     }),
   );
 
+  // Shared nodes described differently by two agents' snapshots; no random draw when off, so that
+  // the logs of existing seeds stay what they were.
+  const conflictRatio = size.sharedNodeConflictRatio ?? 0;
+  const conflicting = <T>(items: readonly T[], alter: (item: T) => T): T[] =>
+    conflictRatio > 0 ? items.map((item) => (random() < conflictRatio ? alter(item) : item)) : [...items];
+
   const registry: RegistryEvent[] = [];
   const declared = new Set<string>();
   agents.forEach((id, index) => {
@@ -141,8 +149,8 @@ export function generateEventLog(seed: number, size: WorkloadSize = SMALL_WORKLO
       owner: random() < 0.8 ? `team-${index % 4}` : null,
       decision_scope: random() < 0.5 ? pick(["advisory", "bounded", "autonomous"]) : null,
       status: "active",
-      tools,
-      owned_workflows: workflows,
+      tools: conflicting(tools, (t) => ({ ...t, name: `${t.name} as ${id} names it` })),
+      owned_workflows: conflicting(workflows, (w) => ({ ...w, version: `${w.version}-${id}` })),
       escalation_path: path,
     });
     registry.push(snapshot());

@@ -88,7 +88,7 @@ describe("convergence for any arrival order, on real servers", () => {
     await harness.stopProjectors();
   });
 
-  it("property: tombstones, re-registrations, outcome corrections, late copies, old prefixes and a replay change nothing the log does not", async () => {
+  it("property: tombstones, re-registrations, outcome corrections, conflicting shared nodes, late copies, old prefixes and a replay change nothing the log does not", async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.integer({ min: 1, max: 10_000 }),
@@ -106,6 +106,7 @@ describe("convergence for any arrival order, on real servers", () => {
             reregisterRatio: 0.5,
             outcomeUpdateRatio: 0.3,
             outcomeRepeatRatio: 0.1,
+            sharedNodeConflictRatio: 0.3,
           });
           const events = [...log.registry, ...log.outcomes, ...log.escalations];
           const expected = referenceGraph(events);

@@ -32,6 +32,7 @@ describe("rebuild from what lasts, on real servers", () => {
       deregisterRatio: 0.4,
       reregisterRatio: 0.4,
       outcomeUpdateRatio: 0.2,
+      sharedNodeConflictRatio: 0.3,
     });
     await harness.startProjector();
     for (const phase of [log.registry, log.outcomes, log.escalations]) {

@@ -112,12 +112,21 @@ export class ReferenceModel {
         registry_version: event.registry_version,
       }),
     );
+    // A shared Tool or Workflow takes the properties of the most recent edit naming it (occurred_at,
+    // ties to the greater agent_id), whatever order the edits were applied in.
+    const edit = { registry_edited_at: event.occurred_at, registry_edited_by: event.agent_id };
+    const newest = (current: Record<string, PropertyValue> | undefined) =>
+      current === undefined ||
+      event.occurred_at > Number(current.registry_edited_at) ||
+      (event.occurred_at === Number(current.registry_edited_at) &&
+        event.agent_id >= String(current.registry_edited_by));
     for (const tool of event.tools) {
-      this.tools.set(tool.tool_id, { tool_id: tool.tool_id, name: tool.name });
+      if (newest(this.tools.get(tool.tool_id)))
+        this.tools.set(tool.tool_id, { tool_id: tool.tool_id, name: tool.name, ...edit });
       this.authorizedFor.add(pairKey(event.agent_id, tool.tool_id));
     }
     for (const wf of event.owned_workflows) {
-      this.workflows.set(wf.workflow_id, { ...wf });
+      if (newest(this.workflows.get(wf.workflow_id))) this.workflows.set(wf.workflow_id, { ...wf, ...edit });
       this.ownsWorkflow.add(pairKey(event.agent_id, wf.workflow_id));
     }
     this.dropEdges(this.authorizedFor, event.agent_id, new Set(event.tools.map((t) => t.tool_id)));

@@ -36,7 +36,7 @@ export const checklistScenarios: readonly Scenario[] = [
       expect(graph.rel("AUTHORIZED_FOR", A, "t2")).toHaveLength(1);
       expect(graph.rel("OWNS_WORKFLOW", A, "w1")).toHaveLength(0);
       expect(graph.rel("OWNS_WORKFLOW", A, "w2")).toHaveLength(1);
-      expect(graph.node("Tool", "t1")).toEqual({ tool_id: "t1", name: "Tool t1" });
+      expect(graph.node("Tool", "t1")).toMatchObject({ tool_id: "t1", name: "Tool t1" });
     },
   },
   {
@@ -215,6 +215,29 @@ export const checklistScenarios: readonly Scenario[] = [
       });
       expect(graph.rel("PRODUCED", B, "Outcome:o-1")).toHaveLength(1);
       expect(graph.count("PRODUCED")).toBe(1);
+    },
+  },
+  {
+    name: "a tool two agents' snapshots name differently takes the most recent edit's name, in any order",
+    steps: [
+      [snapshot(B, { tools: [{ tool_id: "t9", name: "newer" }], occurred_at: Date.UTC(2026, 1, 2) })],
+      [snapshot(A, { tools: [{ tool_id: "t9", name: "older" }], occurred_at: Date.UTC(2026, 1, 1) })],
+      [snapshot(C, { owned_workflows: [workflow("w9")], occurred_at: Date.UTC(2026, 1, 3) })],
+      [
+        snapshot(A, {
+          registry_version: 2,
+          owned_workflows: [{ ...workflow("w9"), version: "2.0" }],
+          occurred_at: Date.UTC(2026, 1, 3),
+        }),
+      ],
+    ],
+    check(graph) {
+      expect(graph.node("Tool", "t9")).toMatchObject({ name: "newer", registry_edited_by: B });
+      // A tie on occurred_at goes to the greater agent_id (ops-agt-020 > fin-agt-010).
+      expect(graph.node("Workflow", "w9")).toMatchObject({ version: "1.0", registry_edited_by: C });
+      // A's second snapshot names no tool: its grant goes, the node keeps the newest edit's name.
+      expect(graph.rel("AUTHORIZED_FOR", B, "t9")).toHaveLength(1);
+      expect(graph.count("AUTHORIZED_FOR")).toBe(1);
     },
   },
   {

@@ -36,6 +36,8 @@ export async function historyGaps(
   from: { earliest: true } | { timestamp: number },
 ): Promise<HistoryGap[]> {
   const gaps: HistoryGap[] = [];
+  const neededFrom =
+    "timestamp" in from ? `the first record at or after ${new Date(from.timestamp).toISOString()}` : "0";
   for (const topic of topics) {
     const offsets = await admin.fetchTopicOffsets(topic);
     const byTime =
@@ -45,17 +47,12 @@ export async function historyGaps(
     for (const { partition, low, high } of offsets) {
       if (BigInt(low) === 0n) continue;
       if (!byTime) {
-        gaps.push({ topic, partition, earliest: low, needed: "0" });
+        gaps.push({ topic, partition, earliest: low, needed: neededFrom });
         continue;
       }
       const first = byTime.get(partition) ?? "-1";
       if (first === low || (first === "-1" && low === high)) {
-        gaps.push({
-          topic,
-          partition,
-          earliest: low,
-          needed: `the first record at or after ${new Date("timestamp" in from ? from.timestamp : 0).toISOString()}`,
-        });
+        gaps.push({ topic, partition, earliest: low, needed: neededFrom });
       }
     }
   }
