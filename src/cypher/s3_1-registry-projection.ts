@@ -28,6 +28,9 @@ const NEWEST_EDIT = (n: string) =>
  * `occurred_at`, ties to the greater agent_id — remembered on the node as `registry_edited_at` and
  * `registry_edited_by`, so the result is the same in any order (read under the node's write lock, as
  * the agent's version is).
+ *
+ * Tenant scoping: on a database several tenants share, each `${scopedKey(…)}` opens a node key with
+ * tenant_id (cypher/tenant.ts); with one tenant per database the statement is the spec's text.
  */
 export const registryProjection = (scoped: boolean): string => `
 UNWIND $rows AS row

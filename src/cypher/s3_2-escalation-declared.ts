@@ -10,6 +10,9 @@ import { scopedKey } from "./tenant.js";
  * coalesced to [] so a null list revokes every declaration instead of evaluating to null. Entries that
  * do not follow the agent-id convention (human terminals) are filtered out, never merged as agents.
  * Never touches observed_count beyond initialising it on a new edge.
+ *
+ * Tenant scoping: on a database several tenants share, each `${scopedKey(…)}` opens a node key with
+ * tenant_id (cypher/tenant.ts); with one tenant per database the statement is the spec's text.
  */
 export const escalationDeclared = (scoped: boolean): string => `
 UNWIND $rows AS row

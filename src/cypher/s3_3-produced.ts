@@ -5,6 +5,9 @@ import { scopedKey } from "./tenant.js";
  * run in one transaction. The records of one outcome_id share a partition, so they arrive in the order
  * they were written and the last one's values win, as in order: a producer that re-emits an outcome
  * with a corrected status or agent is followed.
+ *
+ * Tenant scoping: on a database several tenants share, each `${scopedKey(…)}` opens a node key with
+ * tenant_id (cypher/tenant.ts); with one tenant per database the statement is the spec's text.
  */
 export const outcomeProjection = (scoped: boolean): string => `
 UNWIND $rows AS row

@@ -5,6 +5,9 @@ import { scopedKey } from "./tenant.js";
  * Returns, for each row whose two outcomes exist, whether both have a producing agent and whether it
  * is the same agent; rows with a missing outcome return nothing and the caller defers them.
  * `observed_at` keeps the earliest observation so that arrival order does not change the graph.
+ *
+ * Tenant scoping: on a database several tenants share, each `${scopedKey(…)}` opens a node key with
+ * tenant_id (cypher/tenant.ts); with one tenant per database the statement is the spec's text.
  */
 export const escalatedTo = (scoped: boolean): string => `
 UNWIND $rows AS row
