@@ -163,7 +163,8 @@ export function generateEventLog(seed: number, size: WorkloadSize = SMALL_WORKLO
       if (random() < 0.2) workflows = workflows.slice(0, -1);
       registry.push(snapshot());
     }
-    if (random() < (size.deregisterRatio ?? 0)) {
+    // No random draw for a ratio left at 0: the logs of existing seeds stay what they were.
+    if ((size.deregisterRatio ?? 0) > 0 && random() < (size.deregisterRatio ?? 0)) {
       version += 1;
       const deletion: RegistryTombstone = {
         kind: "registry-tombstone",
@@ -223,11 +224,11 @@ export function generateEventLog(seed: number, size: WorkloadSize = SMALL_WORKLO
   // Corrections and repeats of outcomes come after the original in the log, as a producer emits them.
   const originals = [...outcomes];
   for (const original of originals) {
-    if (random() < (size.outcomeUpdateRatio ?? 0)) {
+    if ((size.outcomeUpdateRatio ?? 0) > 0 && random() < (size.outcomeUpdateRatio ?? 0)) {
       const status = pick(STATUSES.filter((s) => s !== original.status));
       outcomes.push({ ...original, event_id: eventId(), status });
     }
-    if (random() < (size.outcomeRepeatRatio ?? 0)) outcomes.push({ ...original });
+    if ((size.outcomeRepeatRatio ?? 0) > 0 && random() < (size.outcomeRepeatRatio ?? 0)) outcomes.push({ ...original });
   }
   return { registry, outcomes, escalations };
 }
