@@ -69,7 +69,11 @@ const outcomes = projectOutcomes(indexed(log.outcomes as OutcomeCreated[])).stat
 const escalations = projectEscalations(indexed(log.escalations as EscalationEdge[])).statements;
 const statements: Statement[] = [
   ...registry.slice(0, 2),
-  { name: "3.1-tombstone", cypher: REGISTRY_TOMBSTONE, params: { rows: [{ i: 0, agent_id: "os-agt-001" }] } },
+  {
+    name: "3.1-tombstone",
+    cypher: REGISTRY_TOMBSTONE,
+    params: { rows: [{ i: 0, agent_id: "os-agt-001", registry_version: 1 }] },
+  },
   ...outcomes.slice(0, 2),
   ...escalations.slice(0, 2),
 ];

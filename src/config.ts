@@ -199,6 +199,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return deepFreeze(config);
 }
 
+/** The databases that more than one served tenant maps to: there, every graph key carries the tenant. */
+export function sharedDatabases(tenants: readonly TenantRoute[]): Set<string> {
+  const seen = new Set<string>();
+  const shared = new Set<string>();
+  for (const { database } of tenants) {
+    if (seen.has(database)) shared.add(database);
+    seen.add(database);
+  }
+  return shared;
+}
+
 function deepFreeze<T>(value: T): T {
   if (value && typeof value === "object") {
     for (const inner of Object.values(value)) deepFreeze(inner);

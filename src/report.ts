@@ -1,8 +1,8 @@
 import {
-  AGENT_PRODUCED,
-  AGENTS_WITHOUT_REACHABLE_TERMINAL,
-  DECLARED_NEVER_EXERCISED,
-  UNDECLARED_ESCALATIONS,
+  agentProduced,
+  agentsWithoutReachableTerminal,
+  declaredNeverExercised,
+  undeclaredEscalations,
 } from "./cypher/s4-queries.js";
 import type { GraphWriter } from "./ports.js";
 
@@ -14,26 +14,32 @@ export interface GovernanceReport {
   readonly terminalIds: readonly string[];
 }
 
-/** The §4 queries, run on one database. */
+/**
+ * The §4 queries, run on one database; on a database several tenants share (`tenant.scoped`), on that
+ * tenant's part of it only.
+ */
 export async function governanceReport(
   graph: GraphWriter,
   database: string,
   terminalIds: readonly string[],
   agent?: { id: string; limit: number },
+  tenant: { id: string; scoped: boolean } = { id: "", scoped: false },
 ): Promise<GovernanceReport> {
-  const [undeclaredEscalations, declaredNeverExercised, agentsWithoutReachableTerminal, produced] = await Promise.all([
-    graph.read(database, UNDECLARED_ESCALATIONS),
-    graph.read(database, DECLARED_NEVER_EXERCISED),
-    graph.read(database, AGENTS_WITHOUT_REACHABLE_TERMINAL, { terminal_ids: [...terminalIds] }),
+  const { scoped } = tenant;
+  const scope = scoped ? { tenant_id: tenant.id } : {};
+  const [undeclared, declared, unreachable, produced] = await Promise.all([
+    graph.read(database, undeclaredEscalations(scoped), scope),
+    graph.read(database, declaredNeverExercised(scoped), scope),
+    graph.read(database, agentsWithoutReachableTerminal(scoped), { ...scope, terminal_ids: [...terminalIds] }),
     agent
-      ? graph.read(database, AGENT_PRODUCED, { agent_id: agent.id, limit: agent.limit })
+      ? graph.read(database, agentProduced(scoped), { ...scope, agent_id: agent.id, limit: agent.limit })
       : Promise.resolve(undefined),
   ]);
   return {
     ...(agent && produced ? { produced: { agentId: agent.id, rows: produced } } : {}),
-    undeclaredEscalations,
-    declaredNeverExercised,
-    agentsWithoutReachableTerminal,
+    undeclaredEscalations: undeclared,
+    declaredNeverExercised: declared,
+    agentsWithoutReachableTerminal: unreachable,
     terminalIds,
   };
 }

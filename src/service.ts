@@ -15,9 +15,10 @@ import {
   createSchemaRegistry,
   registerSchemas,
 } from "./adapters/registry/schema-registry.js";
-import type { Config } from "./config.js";
+import { type Config, sharedDatabases } from "./config.js";
 import { errorMessage } from "./errors.js";
 import type { AppLogger } from "./logger.js";
+import { validationRules } from "./model/validate.js";
 import type { BatchDeps } from "./pipeline/process-batch.js";
 import { type Clock, type Stream, systemClock } from "./ports.js";
 import { DRIFT_KINDS } from "./reconcile/drift.js";
@@ -94,7 +95,12 @@ async function startOrFail(
   const driver = createDriver(config.neo4j);
   opened.push(() => driver.close());
   const graph = createGraphWriter(driver, metrics, config.neo4j.txTimeoutMs, config.neo4j.maxConcurrentWrites);
-  await untilDeadline(`Neo4j at ${config.neo4j.uri}`, deadlineAt, () => migrate(driver, databases.values()), clock);
+  await untilDeadline(
+    `Neo4j at ${config.neo4j.uri}`,
+    deadlineAt,
+    () => migrate(driver, databases.values(), sharedDatabases(config.tenants)),
+    clock,
+  );
   logger.info({ databases: [...new Set(databases.values())] }, "constraints in place");
 
   await untilDeadline(
@@ -159,7 +165,7 @@ async function startOrFail(
     metrics,
     clock,
     logger,
-    rules: { servedTenants: new Set(databases.keys()), ...config.limits },
+    rules: validationRules(config.tenants, config.limits),
     databases,
     defaultTenant: config.tenants[0]?.tenantId ?? "default",
     retry: config.retry,
@@ -253,6 +259,7 @@ async function startOrFail(
                 tenantId: route.tenantId,
                 rules: batchDeps.rules,
                 repair: false,
+                scoped: sharedDatabases(config.tenants).has(route.database),
               });
               const counts = new Map<string, number>();
               for (const item of result.drift) counts.set(item.kind, (counts.get(item.kind) ?? 0) + 1);

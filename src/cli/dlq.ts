@@ -24,11 +24,19 @@ function describe(record: ReadRecord) {
   };
 }
 
-/** Headers to send back to the source: the original ones, without the projector's bookkeeping. */
-function originalHeaders(record: ReadRecord): IHeaders {
+/** Where a record came from, which a re-driven record keeps: it is a late copy of that record. */
+const KEPT_HEADERS = new Set<string>([
+  HEADER.sourceTopic,
+  HEADER.sourcePartition,
+  HEADER.sourceOffset,
+  HEADER.sourceTimestamp,
+]);
+
+/** Headers of a re-driven record: the original ones and its source, without the dead-letter verdict. */
+function redriveHeaders(record: ReadRecord): IHeaders {
   const headers: IHeaders = {};
   for (const [name, value] of Object.entries(record.message.headers ?? {})) {
-    if (!name.startsWith("agp-") && value !== undefined) headers[name] = value;
+    if ((!name.startsWith("agp-") || KEPT_HEADERS.has(name)) && value !== undefined) headers[name] = value;
   }
   return headers;
 }
@@ -36,7 +44,7 @@ function originalHeaders(record: ReadRecord): IHeaders {
 export function registerDlq(program: Command): void {
   const dlq = program
     .command("dlq")
-    .description("inspect dead-lettered records and re-drive them to their source topic");
+    .description("inspect dead-lettered records and re-drive them through their stream's retry topic");
 
   dlq
     .command("list")
@@ -62,7 +70,9 @@ export function registerDlq(program: Command): void {
 
   dlq
     .command("redrive")
-    .description("publish chosen dead-lettered records again to their source topic, after a fix")
+    .description(
+      "publish chosen dead-lettered records again, after a fix, to their stream's retry topic (never to the source: a registry record would become the compacted topic's latest value)",
+    )
     .argument("[ids...]", "records to re-drive, as <dlq-topic>:<partition>:<offset> (from dlq list)")
     .option("--reason <reason>", "re-drive every record dead-lettered for this reason")
     .option("--all", "re-drive every dead-lettered record")
@@ -92,16 +102,19 @@ export function registerDlq(program: Command): void {
             const source = STREAMS.find((s) => names.source[s] === topic || names.retry[s] === topic);
             if (!source)
               throw new Error(`record ${describe(record).dlq} names no known source topic (${topic ?? "none"})`);
+            // To the retry topic, never the source: on the compacted registry topic an old snapshot
+            // would become its key's latest value, what a rebuild or reconciliation reads as the
+            // registry. From the retry topic it is applied once, fenced like any late record.
             await producer.send({
-              topic: names.source[source],
+              topic: names.retry[source],
               acks: -1,
-              messages: [{ key: record.message.key, value: record.message.value, headers: originalHeaders(record) }],
+              messages: [{ key: record.message.key, value: record.message.value, headers: redriveHeaders(record) }],
             });
           }
         } finally {
           await producer.disconnect();
         }
-        process.stdout.write(`re-drove ${chosen.length} record(s) to their source topics\n`);
+        process.stdout.write(`re-drove ${chosen.length} record(s) through their retry topics\n`);
       }),
     );
 }

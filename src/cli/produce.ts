@@ -20,7 +20,7 @@ const KIND_OF_STREAM: Record<Stream, ProjectorEvent["kind"]> = {
  * Parses events from JSON (an array) or NDJSON (one object a line). Each object names its topic in
  * `type` ("registry-mutation", "outcome-created", "escalation-edge") and carries the schema's fields;
  * timestamps may be ISO strings or epoch milliseconds. `{"type":"registry-mutation","agent_id":…,
- * "tombstone":true}` publishes a tombstone. Every object is checked against the Avro schema first, and
+ * "registry_version":N,"tombstone":true}` publishes a tombstone (N: the version of the deletion). Every object is checked against the Avro schema first, and
  * nothing is published if any fails.
  */
 export function parseEventFile(text: string): ProjectorEvent[] {
@@ -48,10 +48,16 @@ export function parseEventFile(text: string): ProjectorEvent[] {
       return undefined;
     }
     if (tombstone === true && stream === "registry-mutation") {
+      const version = Number(fields.registry_version);
+      if (!Number.isSafeInteger(version) || version < 0) {
+        problems.push(`#${n + 1}: a tombstone needs registry_version, the version of the deletion`);
+        return undefined;
+      }
       return {
         kind: "registry-tombstone",
         agent_id: String(fields.agent_id),
         tenant_id: String(fields.tenant_id ?? "default"),
+        registry_version: version,
       } as ProjectorEvent;
     }
     for (const field of ["occurred_at", "created_at", "observed_at"]) {

@@ -2,6 +2,8 @@ import type { Command } from "commander";
 import { createKafka } from "../adapters/kafka/client.js";
 import { createDriver, createGraphWriter } from "../adapters/neo4j/graph-writer.js";
 import { createAvroDecoder, createSchemaRegistry } from "../adapters/registry/schema-registry.js";
+import { sharedDatabases } from "../config.js";
+import { validationRules } from "../model/validate.js";
 import { noopMetrics } from "../ports.js";
 import { reconcileRegistry } from "../reconcile/reconcile.js";
 import { action, cliContext } from "./context.js";
@@ -29,11 +31,9 @@ export function registerReconcile(program: Command): void {
               graph: createGraphWriter(driver, noopMetrics, config.neo4j.txTimeoutMs),
               database: route.database,
               tenantId: route.tenantId,
-              rules: {
-                servedTenants: new Set(config.tenants.map((t) => t.tenantId)),
-                ...config.limits,
-              },
+              rules: validationRules(config.tenants, config.limits),
               repair: options.repair === true,
+              scoped: sharedDatabases(config.tenants).has(route.database),
             });
             total += result.drift.length;
             if (options.json) {

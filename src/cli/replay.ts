@@ -1,9 +1,13 @@
 import type { Command } from "commander";
 import { resetOffsets } from "../adapters/kafka/admin.js";
 import { createKafka } from "../adapters/kafka/client.js";
+import { HistoryGoneError, historyGaps } from "../adapters/kafka/history.js";
 import { createDriver, createGraphWriter } from "../adapters/neo4j/graph-writer.js";
+import { createAvroDecoder, createSchemaRegistry } from "../adapters/registry/schema-registry.js";
+import { sharedDatabases } from "../config.js";
 import { STREAMS } from "../model/schemas.js";
-import { wipeForRebuild } from "../operations/rebuild.js";
+import { validationRules } from "../model/validate.js";
+import { rebuildRegistry } from "../operations/rebuild.js";
 import { noopMetrics, type Stream } from "../ports.js";
 import { topicNames } from "../topics.js";
 import { action, type CliContext, cliContext } from "./context.js";
@@ -34,18 +38,18 @@ async function reset(
   streams: readonly Stream[],
   to: { earliest: true } | { timestamp: number },
   json: boolean,
+  allowGaps: boolean,
 ) {
   const { config, logger } = context;
   const names = topicNames(config.topics);
   const admin = createKafka(config.kafka, logger).admin();
   await admin.connect();
   try {
-    const done = await resetOffsets(
-      admin,
-      config.kafka.group,
-      streams.map((s) => names.source[s]),
-      to,
-    );
+    const topics = streams.map((s) => names.source[s]);
+    // A replay meant to re-read a topic's history must not silently start past what has expired.
+    const gaps = allowGaps ? [] : await historyGaps(admin, topics, to);
+    if (gaps.length > 0) throw new HistoryGoneError(gaps, "replay (pass --allow-gaps to read what is left)");
+    const done = await resetOffsets(admin, config.kafka.group, topics, to);
     printRows(done, { json, title: `offsets of group "${config.kafka.group}" reset` });
   } finally {
     await admin.disconnect();
@@ -59,9 +63,10 @@ export function registerReplay(program: Command): void {
     .option("--to-earliest", "rewind to the start of each topic (the default)")
     .option("--to-timestamp <iso-or-ms>", "rewind to the first record at or after this time")
     .option("--topics <list>", "comma list of registry, outcome, escalation (default: all three)")
+    .option("--allow-gaps", "replay even where retention has deleted records the replay would need")
     .option("--json", "print JSON")
     .action(
-      action(async (options: { toTimestamp?: string; topics?: string; json?: boolean }) => {
+      action(async (options: { toTimestamp?: string; topics?: string; allowGaps?: boolean; json?: boolean }) => {
         let to: { earliest: true } | { timestamp: number } = { earliest: true };
         if (options.toTimestamp) {
           const timestamp = /^\d+$/.test(options.toTimestamp)
@@ -71,43 +76,45 @@ export function registerReplay(program: Command): void {
             throw new Error(`--to-timestamp "${options.toTimestamp}" is neither an ISO date nor epoch milliseconds`);
           to = { timestamp };
         }
-        await reset(cliContext(), parseStreams(options.topics), to, options.json === true);
+        await reset(cliContext(), parseStreams(options.topics), to, options.json === true, options.allowGaps === true);
       }),
     );
 
   program
     .command("rebuild")
     .description(
-      "wipe Agent, Workflow and Tool nodes and the :OBSERVED markers, then rewind all three topics; the next run rebuilds them",
+      "wipe what the registry owns (grants, owned workflows, declared escalations, agents' registry properties) and rebuild it from the compacted registry topic; outcomes, PRODUCED and observed escalations stay",
     )
     .option("--yes", "confirm the wipe")
+    .option("--json", "print JSON")
     .action(
-      action(async (options: { yes?: boolean }) => {
+      action(async (options: { yes?: boolean; json?: boolean }) => {
         if (!options.yes)
           throw new Error(
             "rebuild wipes the registry projection; pass --yes to confirm (stop every projector instance first)",
           );
         const { config, logger } = cliContext();
-        const admin = createKafka(config.kafka, logger).admin();
+        const kafka = createKafka(config.kafka, logger);
+        const admin = kafka.admin();
         const driver = createDriver(config.neo4j);
         await admin.connect();
         try {
-          const graph = createGraphWriter(driver, noopMetrics, config.neo4j.txTimeoutMs);
-          const names = topicNames(config.topics);
-          const rewound = await wipeForRebuild(
-            graph,
+          const rebuilt = await rebuildRegistry({
+            graph: createGraphWriter(driver, noopMetrics, config.neo4j.txTimeoutMs),
             admin,
-            config.kafka.group,
-            config.tenants.map((t) => t.database),
-            STREAMS.map((s) => names.source[s]),
-          );
-          process.stdout.write("wiped Agent, Workflow and Tool nodes and the :OBSERVED markers\n");
-          printRows(rewound, { title: `offsets of group "${config.kafka.group}" rewound` });
+            kafka,
+            groupId: config.kafka.group,
+            topic: topicNames(config.topics).source["registry-mutation"],
+            decoder: createAvroDecoder(createSchemaRegistry(config.registry)),
+            tenants: config.tenants,
+            shared: sharedDatabases(config.tenants),
+            rules: validationRules(config.tenants, config.limits),
+          });
+          printRows(rebuilt, { json: options.json === true, title: "registry projection rebuilt" });
         } finally {
           await admin.disconnect();
           await driver.close();
         }
-        process.stdout.write("start the projector (agent-graph-projector run) to rebuild the graph from the topics\n");
       }),
     );
 }

@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { createDriver, createGraphWriter } from "../adapters/neo4j/graph-writer.js";
+import { sharedDatabases } from "../config.js";
 import { noopMetrics } from "../ports.js";
 import { type GovernanceReport, governanceReport } from "../report.js";
 import { action, cliContext } from "./context.js";
@@ -33,7 +34,10 @@ export function registerReport(program: Command): void {
     .description("run the spec's §4 governance queries against the graph")
     .option("--agent <agent_id>", "also list what this agent produced")
     .option("--limit <n>", "outcomes to list for --agent", "50")
-    .option("--tenant <tenant>", "tenant whose database to query (default: the first in TENANTS)")
+    .option(
+      "--tenant <tenant>",
+      "tenant to report on: its database, and only its agents where tenants share one (default: the first in TENANTS)",
+    )
     .option("--json", "print JSON instead of tables")
     .action(
       action(async (options: { agent?: string; limit: string; tenant?: string; json?: boolean }) => {
@@ -48,6 +52,7 @@ export function registerReport(program: Command): void {
             route.database,
             config.terminalAgentIds,
             options.agent ? { id: options.agent, limit: Number(options.limit) } : undefined,
+            { id: route.tenantId, scoped: sharedDatabases(config.tenants).has(route.database) },
           );
           printReport(report, options.json === true);
         } finally {

@@ -7,6 +7,7 @@ import {
   type CompatibilityLevel,
   registerSchemas,
 } from "../adapters/registry/schema-registry.js";
+import { sharedDatabases } from "../config.js";
 import { topicNames } from "../topics.js";
 import { action, cliContext } from "./context.js";
 import { printRows } from "./output.js";
@@ -23,6 +24,7 @@ export function registerSetup(program: Command): void {
           await migrate(
             driver,
             config.tenants.map((t) => t.database),
+            sharedDatabases(config.tenants),
           );
           process.stdout.write(
             `constraints in place on ${[...new Set(config.tenants.map((t) => t.database))].join(", ")}\n`,

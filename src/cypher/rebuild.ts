@@ -1,16 +1,41 @@
+import { scopedKey } from "./tenant.js";
+
 /**
- * Wipe before a rebuild (§7: wiping Agent/Workflow/Tool nodes and rebuilding from the registry must
- * give the same graph). The :OBSERVED markers go too: otherwise the replayed escalations would find
- * them, count nothing, and leave every observed_count at 0. Outcome nodes and ESCALATED_TO stay; the
- * replay re-applies them idempotently. Run as auto-commit queries, in bounded transactions.
+ * Wipe before a rebuild (§7: wiping the registry projection and rebuilding it from the Agent Registry
+ * must give the same graph). Only what the registry owns goes, and is then rebuilt from the compacted
+ * registry topic, which keeps each agent's latest record for good: AUTHORIZED_FOR and OWNS_WORKFLOW,
+ * the declared half of CAN_ESCALATE_TO, and the registry properties of the agents the topic still
+ * holds a snapshot for.
+ *
+ * Kept as the graph holds them, because they come from the outcome and escalation topics, whose
+ * records expire: Outcome nodes, PRODUCED, ESCALATED_TO, the :OBSERVED markers and the observed half
+ * (observed_count, last_observed_at). Agent nodes stay, so PRODUCED and CAN_ESCALATE_TO keep their
+ * ends; Tool and Workflow nodes stay, and the replayed snapshots set their properties again.
+ *
+ * `$tenant_id` scopes each statement to one tenant on a database several tenants share.
  */
-export const WIPE_OBSERVED_MARKERS = `
-MATCH (:Outcome)-[m:OBSERVED]->(:Outcome)
-CALL (m) { DELETE m } IN TRANSACTIONS OF 10000 ROWS
+const agents = (scoped: boolean) => `(a:Agent${scoped ? " {tenant_id: $tenant_id}" : ""})`;
+
+export const wipeRegistryEdges = (scoped: boolean): string => `
+MATCH ${agents(scoped)}-[r:AUTHORIZED_FOR|OWNS_WORKFLOW]->()
+CALL (r) { DELETE r } IN TRANSACTIONS OF 10000 ROWS
 `;
 
-export const WIPE_REGISTRY_NODES = `
-MATCH (n)
-WHERE n:Agent OR n:Workflow OR n:Tool
-CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 2000 ROWS
+export const wipeDeclared = (scoped: boolean): string => `
+MATCH ${agents(scoped)}-[r:CAN_ESCALATE_TO]->(:Agent)
+WHERE r.declared = true
+CALL (r) { SET r.declared = false } IN TRANSACTIONS OF 10000 ROWS
+`;
+
+/** The agents whose latest record on the topic is a snapshot: the rebuild sets all of this again. */
+export const wipeAgentRegistryState = (scoped: boolean): string => `
+UNWIND $agent_ids AS agent_id
+MATCH (a:Agent {${scopedKey(scoped, "$tenant_id")}agent_id: agent_id})
+SET a.name             = null,
+    a.family           = null,
+    a.owner            = null,
+    a.decision_scope   = null,
+    a.status           = null,
+    a.registry_version = null,
+    a.registry_deleted = null
 `;

@@ -1,39 +1,77 @@
+import { scopedKey } from "./tenant.js";
+
+/** True when this snapshot is the most recent edit to name node `n`: later occurred_at, or a tie won by agent_id. */
+const NEWEST_EDIT = (n: string) =>
+  `(${n}.registry_edited_at IS NULL OR row.edited_at > ${n}.registry_edited_at OR (row.edited_at = ${n}.registry_edited_at AND row.agent_id >= ${n}.registry_edited_by))`;
+
 /**
  * §3.1 Registry projection — Agent, Workflow, Tool, AUTHORIZED_FOR, OWNS_WORKFLOW.
  *
  * The spec's statement, batched over `$rows` (one collapsed snapshot per agent) and guarded by the
  * registry version: a snapshot older than the one already applied to the agent changes nothing, so a
  * replay of an old prefix of the log never walks the graph back (a revoked tool must not reappear).
- * An equal version re-applies, which is a no-op. Rows that passed the guard are returned.
+ * An equal version re-applies, which is a no-op — unless that version was a tombstone's: a deletion
+ * wins a tie, so a late copy of the snapshot it deleted cannot restore the agent's grants. Rows that
+ * passed the guard are returned.
+ *
+ * The guard is evaluated under the agent's write lock (the `_LOCK_` property is set and removed at
+ * once, the Cypher manual's idiom against lost updates): a concurrent transaction writing the same
+ * agent (another instance after a rebalance, a retry topic's partition) has committed before the
+ * version is read, so two writers cannot both pass the guard on the same old version.
  *
  * Each list runs in its own `CALL (a, row) { … }` for the spec's reason: UNWIND over an empty list
  * yields no rows and would otherwise drop the agent row and every projection after it.
+ *
+ * A Tool or Workflow node is shared by every agent whose snapshot names it, and two snapshots may
+ * give it different properties. The spec's bare SET would leave whichever was applied last, which
+ * depends on how partitions interleave; here the most recent registry edit wins — the greatest
+ * `occurred_at`, ties to the greater agent_id — remembered on the node as `registry_edited_at` and
+ * `registry_edited_by`, so the result is the same in any order (read under the node's write lock, as
+ * the agent's version is).
+ *
+ * Tenant scoping: on a database several tenants share, each `${scopedKey(…)}` opens a node key with
+ * tenant_id (cypher/tenant.ts); with one tenant per database the statement is the spec's text.
  */
-export const REGISTRY_PROJECTION = `
+export const registryProjection = (scoped: boolean): string => `
 UNWIND $rows AS row
-MERGE (a:Agent {agent_id: row.agent_id})
-WITH a, row, toInteger(row.registry_version) AS version
-WHERE a.registry_version IS NULL OR a.registry_version <= version
+MERGE (a:Agent {${scopedKey(scoped, "row.tenant_id")}agent_id: row.agent_id})
+SET a._LOCK_ = true
+REMOVE a._LOCK_
+WITH a, row {.*, edited_at: datetime({epochMillis: toInteger(row.occurred_at)})} AS row,
+     toInteger(row.registry_version) AS version
+WHERE a.registry_version IS NULL OR a.registry_version < version
+   OR (a.registry_version = version AND a.registry_deleted IS NULL)
 SET a.name             = row.name,
     a.family           = row.family,
     a.owner            = row.owner,
     a.decision_scope   = row.decision_scope,
     a.status           = row.status,
-    a.registry_version = version
+    a.registry_version = version,
+    a.registry_deleted = null
 
 WITH a, row
 CALL (a, row) {
   UNWIND row.tools AS tool
-  MERGE (t:Tool {tool_id: tool.tool_id})
-  SET t.name = tool.name
+  MERGE (t:Tool {${scopedKey(scoped, "a.tenant_id")}tool_id: tool.tool_id})
+  SET t._LOCK_ = true
+  REMOVE t._LOCK_
+  WITH a, row, tool, t, ${NEWEST_EDIT("t")} AS newest
+  SET t.name               = CASE WHEN newest THEN tool.name ELSE t.name END,
+      t.registry_edited_at = CASE WHEN newest THEN row.edited_at ELSE t.registry_edited_at END,
+      t.registry_edited_by = CASE WHEN newest THEN row.agent_id ELSE t.registry_edited_by END
   MERGE (a)-[:AUTHORIZED_FOR]->(t)
 }
 CALL (a, row) {
   UNWIND row.owned_workflows AS wf
-  MERGE (w:Workflow {workflow_id: wf.workflow_id})
-  SET w.name    = wf.name,
-      w.domain  = wf.domain,
-      w.version = wf.version
+  MERGE (w:Workflow {${scopedKey(scoped, "a.tenant_id")}workflow_id: wf.workflow_id})
+  SET w._LOCK_ = true
+  REMOVE w._LOCK_
+  WITH a, row, wf, w, ${NEWEST_EDIT("w")} AS newest
+  SET w.name               = CASE WHEN newest THEN wf.name ELSE w.name END,
+      w.domain             = CASE WHEN newest THEN wf.domain ELSE w.domain END,
+      w.version            = CASE WHEN newest THEN wf.version ELSE w.version END,
+      w.registry_edited_at = CASE WHEN newest THEN row.edited_at ELSE w.registry_edited_at END,
+      w.registry_edited_by = CASE WHEN newest THEN row.agent_id ELSE w.registry_edited_by END
   MERGE (a)-[:OWNS_WORKFLOW]->(w)
 }
 
@@ -53,25 +91,41 @@ RETURN row.i AS i
 
 /**
  * A tombstone (null value on the compacted topic) means what a "deregistered" snapshot with empty
- * lists means: §3.1 and §3.2 with empty tools, workflows and escalation path. It has no version, so it
- * keeps the agent's. Only agents the registry projected (they carry a version) are touched: a node that
+ * lists means: §3.1 and §3.2 with empty tools, workflows and escalation path. It is versioned by its
+ * `registry_version` header and fenced like a snapshot, under the same lock: it applies only when no
+ * newer version was applied (a late tombstone must not deregister an agent registered again since).
+ * It records its version and `registry_deleted = true`, which makes it win a tie against a snapshot of
+ * the same version. Only agents the registry projected (they carry a version) are touched: a node that
  * exists only as someone's escalation target has nothing to remove, and touching it would make the
- * result depend on cross-partition arrival order.
+ * result depend on cross-partition arrival order. `applied` tells a fenced tombstone from one applied.
  */
-export const REGISTRY_TOMBSTONE = `
+export const registryTombstone = (scoped: boolean): string => `
 UNWIND $rows AS row
-MATCH (a:Agent {agent_id: row.agent_id})
+MATCH (a:Agent {${scopedKey(scoped, "row.tenant_id")}agent_id: row.agent_id})
 WHERE a.registry_version IS NOT NULL
-SET a.status = 'deregistered'
-WITH a, row
-CALL (a) {
-  MATCH (a)-[r:AUTHORIZED_FOR|OWNS_WORKFLOW]->()
-  DELETE r
+SET a._LOCK_ = true
+REMOVE a._LOCK_
+WITH a, row, toInteger(row.registry_version) AS version
+WITH a, row, version, a.registry_version <= version AS applied
+CALL (a, version, applied) {
+  WITH a, version WHERE applied
+  SET a.status           = 'deregistered',
+      a.registry_version = version,
+      a.registry_deleted = true
+  WITH a
+  CALL (a) {
+    MATCH (a)-[r:AUTHORIZED_FOR|OWNS_WORKFLOW]->()
+    DELETE r
+  }
+  CALL (a) {
+    MATCH (a)-[stale:CAN_ESCALATE_TO]->(:Agent)
+    WHERE stale.declared = true
+    SET stale.declared = false
+  }
 }
-CALL (a) {
-  MATCH (a)-[stale:CAN_ESCALATE_TO]->(:Agent)
-  WHERE stale.declared = true
-  SET stale.declared = false
-}
-RETURN row.i AS i
+RETURN row.i AS i, applied
 `;
+
+/** The statements for a database of one tenant: the spec's keys. */
+export const REGISTRY_PROJECTION = registryProjection(false);
+export const REGISTRY_TOMBSTONE = registryTombstone(false);

@@ -1,22 +1,28 @@
+import { scopedKey } from "./tenant.js";
+
 /**
  * §3.2 Escalation topology — declared half of CAN_ESCALATE_TO.
  *
  * The spec's statement, batched. It runs in the same transaction right after §3.1, and only for the
- * rows §3.1 applied: the agent's stored registry_version equals the row's exactly when §3.1 let the
- * snapshot through (a stale snapshot must not re-declare a revoked path either). `escalation_path` is
+ * rows §3.1 applied: the agent's stored registry_version equals the row's, and no tombstone holds it,
+ * exactly when §3.1 let the snapshot through (a stale snapshot must not re-declare a revoked path
+ * either). §3.1 holds the agent's write lock until the transaction ends, so nothing changes between. `escalation_path` is
  * coalesced to [] so a null list revokes every declaration instead of evaluating to null. Entries that
  * do not follow the agent-id convention (human terminals) are filtered out, never merged as agents.
  * Never touches observed_count beyond initialising it on a new edge.
+ *
+ * Tenant scoping: on a database several tenants share, each `${scopedKey(…)}` opens a node key with
+ * tenant_id (cypher/tenant.ts); with one tenant per database the statement is the spec's text.
  */
-export const ESCALATION_DECLARED = `
+export const escalationDeclared = (scoped: boolean): string => `
 UNWIND $rows AS row
-MATCH (a:Agent {agent_id: row.agent_id})
-WHERE a.registry_version = toInteger(row.registry_version)
+MATCH (a:Agent {${scopedKey(scoped, "row.tenant_id")}agent_id: row.agent_id})
+WHERE a.registry_version = toInteger(row.registry_version) AND a.registry_deleted IS NULL
 WITH a, row, coalesce(row.escalation_path, []) AS escalation_path
 CALL (a, escalation_path) {
   UNWIND escalation_path AS target_agent_id
   WITH target_agent_id WHERE target_agent_id =~ '.+-agt-[0-9]+'
-  MERGE (t:Agent {agent_id: target_agent_id})
+  MERGE (t:Agent {${scopedKey(scoped, "a.tenant_id")}agent_id: target_agent_id})
   MERGE (a)-[r:CAN_ESCALATE_TO]->(t)
     ON CREATE SET r.observed_count = 0
   SET r.declared = true
@@ -30,3 +36,5 @@ CALL (a, escalation_path) {
 }
 RETURN row.i AS i
 `;
+
+export const ESCALATION_DECLARED = escalationDeclared(false);

@@ -1,13 +1,18 @@
+import { scopedKey } from "./tenant.js";
+
 /**
  * The outcome-to-outcome ESCALATED_TO relationship (the Outcome Spec's `escalated-to`), batched.
  * Returns, for each row whose two outcomes exist, whether both have a producing agent and whether it
  * is the same agent; rows with a missing outcome return nothing and the caller defers them.
  * `observed_at` keeps the earliest observation so that arrival order does not change the graph.
+ *
+ * Tenant scoping: on a database several tenants share, each `${scopedKey(…)}` opens a node key with
+ * tenant_id (cypher/tenant.ts); with one tenant per database the statement is the spec's text.
  */
-export const ESCALATED_TO = `
+export const escalatedTo = (scoped: boolean): string => `
 UNWIND $rows AS row
-MATCH (source:Outcome {outcome_id: row.source_outcome_id})
-MATCH (target:Outcome {outcome_id: row.target_outcome_id})
+MATCH (source:Outcome {${scopedKey(scoped, "row.tenant_id")}outcome_id: row.source_outcome_id})
+MATCH (target:Outcome {${scopedKey(scoped, "row.tenant_id")}outcome_id: row.target_outcome_id})
 WITH row, source, target, datetime({epochMillis: toInteger(row.first_observed_at)}) AS first_seen
 MERGE (source)-[e:ESCALATED_TO]->(target)
 SET e.observed_at = CASE WHEN e.observed_at IS NULL OR first_seen < e.observed_at THEN first_seen ELSE e.observed_at END
@@ -28,10 +33,10 @@ RETURN row.i AS i, from IS NOT NULL AND to IS NOT NULL AS produced, from = to AS
  * observation and last_observed_at the latest observation between the two agents — the same values
  * in-order delivery gives, whatever order records actually arrive in.
  */
-export const ESCALATION_OBSERVED = `
+export const escalationObserved = (scoped: boolean): string => `
 UNWIND $rows AS row
-MATCH (source:Outcome {outcome_id: row.source_outcome_id})<-[:PRODUCED]-(from:Agent)
-MATCH (target:Outcome {outcome_id: row.target_outcome_id})<-[:PRODUCED]-(to:Agent)
+MATCH (source:Outcome {${scopedKey(scoped, "row.tenant_id")}outcome_id: row.source_outcome_id})<-[:PRODUCED]-(from:Agent)
+MATCH (target:Outcome {${scopedKey(scoped, "row.tenant_id")}outcome_id: row.target_outcome_id})<-[:PRODUCED]-(to:Agent)
 WHERE from <> to
 WITH row, source, target, from, to,
      datetime({epochMillis: toInteger(row.first_observed_at)}) AS first_seen,
@@ -46,3 +51,6 @@ SET r.last_observed_at = CASE WHEN r.last_observed_at IS NULL OR r.last_observed
     obs.recorded_at    = CASE WHEN first_seen < obs.recorded_at THEN first_seen ELSE obs.recorded_at END
 RETURN row.i AS i, already_counted
 `;
+
+export const ESCALATED_TO = escalatedTo(false);
+export const ESCALATION_OBSERVED = escalationObserved(false);

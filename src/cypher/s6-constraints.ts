@@ -16,3 +16,22 @@ export const CONSTRAINT_NAMES: readonly string[] = [
   "tool_tool_id",
   "outcome_outcome_id",
 ];
+
+/**
+ * The same constraints when several tenants share the database: ids are unique within a tenant, so
+ * each is composite with `tenant_id` first (composite uniqueness constraints exist on Community too).
+ * The single-property ones above would forbid two tenants the same id and are dropped there.
+ */
+export const TENANT_CONSTRAINTS: readonly string[] = [
+  "CREATE CONSTRAINT agent_tenant_agent_id IF NOT EXISTS FOR (a:Agent) REQUIRE (a.tenant_id, a.agent_id) IS UNIQUE",
+  "CREATE CONSTRAINT workflow_tenant_workflow_id IF NOT EXISTS FOR (w:Workflow) REQUIRE (w.tenant_id, w.workflow_id) IS UNIQUE",
+  "CREATE CONSTRAINT tool_tenant_tool_id IF NOT EXISTS FOR (t:Tool) REQUIRE (t.tenant_id, t.tool_id) IS UNIQUE",
+  "CREATE CONSTRAINT outcome_tenant_outcome_id IF NOT EXISTS FOR (o:Outcome) REQUIRE (o.tenant_id, o.outcome_id) IS UNIQUE",
+];
+
+/** A projected node without a tenant: in a shared database it was written while one tenant was served. */
+export const UNSCOPED_NODE = `
+MATCH (n)
+WHERE (n:Agent OR n:Tool OR n:Workflow OR n:Outcome) AND n.tenant_id IS NULL
+RETURN labels(n) AS labels LIMIT 1
+`;

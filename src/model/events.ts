@@ -29,11 +29,16 @@ export interface RegistrySnapshot {
   readonly escalation_path: readonly string[] | null;
 }
 
-/** A null value on the compacted registry topic: the agent is removed from the registry. */
+/**
+ * A null value on the compacted registry topic: the agent is removed from the registry. It has no value
+ * to carry its version, so the producer puts it in a `registry_version` header: the version of the
+ * deletion, an edit like any other (see the README, "Registry versions and tombstones").
+ */
 export interface RegistryTombstone {
   readonly kind: "registry-tombstone";
   readonly tenant_id: string;
   readonly agent_id: string;
+  readonly registry_version: number;
 }
 
 export interface OutcomeCreated {

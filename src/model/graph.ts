@@ -26,8 +26,10 @@ export function nodeRef(label: NodeLabel, key: string): string {
   return `${label}:${key}`;
 }
 
+/** A node's key: its id, preceded by its tenant where several tenants share the database. */
 export function keyOf(label: NodeLabel, props: Properties): string {
-  return String(props[NODE_KEYS[label]]);
+  const id = String(props[NODE_KEYS[label]]);
+  return props.tenant_id === undefined ? id : `${String(props.tenant_id)}/${id}`;
 }
 
 export function canonicalize(nodes: readonly DumpNode[], relationships: readonly DumpRelationship[]): CanonicalGraph {

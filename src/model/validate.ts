@@ -8,6 +8,7 @@ import {
   type ToolGrant,
 } from "./events.js";
 import { Rejection } from "./fate.js";
+import { parseRegistryKey } from "./registry-key.js";
 
 /** What validation needs to know about this deployment. */
 export interface ValidationRules {
@@ -17,6 +18,14 @@ export interface ValidationRules {
   readonly maxIdLength: number;
   /** Longest other text (names, status, domain, …). */
   readonly maxTextLength: number;
+}
+
+/** The rules for a deployment: the tenants it serves and its configured limits. */
+export function validationRules(
+  tenants: readonly { readonly tenantId: string }[],
+  limits: Omit<ValidationRules, "servedTenants">,
+): ValidationRules {
+  return { servedTenants: new Set(tenants.map((route) => route.tenantId)), ...limits };
 }
 
 type Decoded = Record<string, unknown>;
@@ -88,18 +97,50 @@ function checkRegistrySnapshot(value: Decoded, rules: ValidationRules): Registry
   };
 }
 
-/** A tombstone carries no value, so its tenant comes from a `tenant_id` header or the default tenant. */
+/**
+ * A tombstone carries no value. Its tenant comes from its key (`<tenant_id>/<agent_id>`, see
+ * registry-key.ts) or a `tenant_id` header — or, where one tenant is served, is that tenant; one that
+ * names no tenant while several are served cannot be placed and is rejected. Its version comes from a
+ * `registry_version` header: a tombstone without one cannot be fenced — a late one would deregister an
+ * agent registered again since — so it is rejected too.
+ */
 export function validateRegistryTombstone(
   key: string | null,
-  tenantId: string,
+  headerTenant: string | undefined,
+  version: string | undefined,
   rules: ValidationRules,
 ): RegistryTombstone | Rejection {
+  const parsed = key === null ? undefined : parseRegistryKey(key);
+  if (parsed?.tenantId !== undefined && headerTenant !== undefined && parsed.tenantId !== headerTenant) {
+    return new Rejection(
+      "invalid-field",
+      `tombstone key names tenant "${parsed.tenantId}" but its tenant_id header "${headerTenant}"`,
+    );
+  }
+  const only = rules.servedTenants.size === 1 ? [...rules.servedTenants][0] : undefined;
+  const tenantId = parsed?.tenantId ?? headerTenant ?? only;
+  if (tenantId === undefined) {
+    return new Rejection(
+      "invalid-field",
+      "a tombstone must name its tenant (key <tenant_id>/<agent_id> or a tenant_id header) when several tenants are served",
+    );
+  }
   if (!rules.servedTenants.has(tenantId))
     return new Rejection("unserved-tenant", `tenant "${tenantId}" is not served here`);
-  if (key === null || !isAgentId(key)) {
+  if (parsed === undefined || !isAgentId(parsed.agentId)) {
     return new Rejection("malformed-id", `tombstone key ${JSON.stringify(key?.slice(0, 200))} is not an agent id`);
   }
-  return withinLengths({ kind: "registry-tombstone", tenant_id: tenantId, agent_id: key }, rules);
+  const registryVersion = version === undefined || !/^[0-9]+$/.test(version) ? Number.NaN : Number(version);
+  if (!Number.isSafeInteger(registryVersion)) {
+    return new Rejection(
+      "invalid-field",
+      `a tombstone needs a registry_version header with a non-negative integer (got ${JSON.stringify(version ?? null)})`,
+    );
+  }
+  return withinLengths(
+    { kind: "registry-tombstone", tenant_id: tenantId, agent_id: parsed.agentId, registry_version: registryVersion },
+    rules,
+  );
 }
 
 export function validateOutcomeCreated(value: Decoded, rules: ValidationRules): OutcomeCreated | Rejection {

@@ -17,6 +17,8 @@ export const HEADER = {
   serviceVersion: "agp-service-version",
   /** Set by producers on a tombstone, which has no value to carry its tenant. */
   tenantId: "tenant_id",
+  /** Set by producers on a tombstone: the registry version of the deletion. */
+  registryVersion: "registry_version",
 } as const;
 
 export function headerString(headers: Readonly<Record<string, Buffer | undefined>>, name: string): string | undefined {

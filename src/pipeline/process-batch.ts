@@ -96,11 +96,17 @@ export async function processBatch(
     }
     const database = deps.databases.get(result.tenant_id) as string;
     const events = byDatabase.get(database) ?? [];
-    events.push({ i, event: result });
+    // A record that went through the retry or dead-letter topic names its source; it is late.
+    const late = headerString((records[i] as SourceRecord).headers, HEADER.sourceOffset) !== undefined;
+    events.push({ i, event: result, late });
     byDatabase.set(database, events);
   });
 
-  for (const [database, events] of byDatabase) await applyIsolatingPoison(stream, database, events, deps, fates);
+  for (const [database, events] of byDatabase) {
+    // Several tenants in one database: every key carries the tenant (cypher/tenant.ts).
+    const scoped = [...deps.databases.values()].filter((served) => served === database).length > 1;
+    await applyIsolatingPoison(stream, { database, scoped }, events, deps, fates);
+  }
 
   // Counted per distinct fate, not per record: a batch has thousands of records and few outcomes.
   const fateCounts = new Map<string, { fate: Fate; count: number }>();
@@ -183,9 +189,15 @@ export async function processBatch(
  * failures are the infrastructure's, not a record's: they propagate, and the partition pauses or the
  * service stops.
  */
+/** A tenant database, and whether several tenants share it (then every key carries the tenant). */
+interface WriteTarget {
+  readonly database: string;
+  readonly scoped: boolean;
+}
+
 async function applyIsolatingPoison(
   stream: Stream,
-  database: string,
+  target: WriteTarget,
   events: readonly Indexed<ProjectorEvent>[],
   deps: BatchDeps,
   fates: Map<number, Fate>,
@@ -193,24 +205,36 @@ async function applyIsolatingPoison(
   const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   for (let attempt = 1; ; attempt++) {
     try {
-      await applyEvents(stream, database, events, deps, fates);
+      await applyEvents(stream, target, events, deps, fates);
       return;
     } catch (error) {
       const retryClass = classify(error);
       if (retryClass === "transient" || retryClass === "fatal") throw error;
       if (retryClass === "unknown" && attempt < UNKNOWN_ERROR_ATTEMPTS) {
         deps.logger.warn(
-          { stream, database, records: events.length, attempt, error: boundedText(errorMessage(error)) },
+          {
+            stream,
+            database: target.database,
+            records: events.length,
+            attempt,
+            error: boundedText(errorMessage(error)),
+          },
           "unrecognised Neo4j error; trying the batch again before narrowing it down",
         );
         await sleep(UNKNOWN_ERROR_WAIT_MS * 2 ** (attempt - 1));
         continue;
       }
       deps.logger.warn(
-        { stream, database, records: events.length, code: neo4jCode(error), error: boundedText(errorMessage(error)) },
+        {
+          stream,
+          database: target.database,
+          records: events.length,
+          code: neo4jCode(error),
+          error: boundedText(errorMessage(error)),
+        },
         "Neo4j refused the batch; narrowing it down to the records it refuses",
       );
-      await narrow(stream, database, events, deps, fates, error);
+      await narrow(stream, target, events, deps, fates, error);
       return;
     }
   }
@@ -218,7 +242,7 @@ async function applyIsolatingPoison(
 
 async function narrow(
   stream: Stream,
-  database: string,
+  target: WriteTarget,
   events: readonly Indexed<ProjectorEvent>[],
   deps: BatchDeps,
   fates: Map<number, Fate>,
@@ -238,25 +262,25 @@ async function narrow(
   const half = Math.ceil(events.length / 2);
   for (const part of [events.slice(0, half), events.slice(half)]) {
     try {
-      await applyEvents(stream, database, part, deps, fates);
+      await applyEvents(stream, target, part, deps, fates);
     } catch (partError) {
       const retryClass = classify(partError);
       if (retryClass === "transient" || retryClass === "fatal") throw partError;
-      await narrow(stream, database, part, deps, fates, partError);
+      await narrow(stream, target, part, deps, fates, partError);
     }
   }
 }
 
 async function applyEvents(
   stream: Stream,
-  database: string,
+  target: WriteTarget,
   events: readonly Indexed<ProjectorEvent>[],
   deps: BatchDeps,
   fates: Map<number, Fate>,
 ): Promise<void> {
-  const plan = project(stream, events);
+  const plan = project(stream, events, target.scoped);
   if (plan.statements.length === 0) return;
-  const results: StatementResult[] = await deps.graph.apply(database, plan.statements as Statement[]);
+  const results: StatementResult[] = await deps.graph.apply(target.database, plan.statements as Statement[]);
   for (const result of results) deps.metrics.recordStatement(result);
   for (const [i, fate] of plan.fates(results)) fates.set(i, fate);
 }
@@ -266,8 +290,8 @@ async function toEvent(stream: Stream, record: SourceRecord, deps: BatchDeps): P
   if (record.value === null) {
     if (stream !== "registry-mutation")
       return new Rejection("not-avro", "a null value (tombstone) is only meaningful on the registry topic");
-    const tenant = headerString(record.headers, HEADER.tenantId) ?? deps.defaultTenant;
-    return validateRegistryTombstone(key, tenant, deps.rules);
+    const tenant = headerString(record.headers, HEADER.tenantId);
+    return validateRegistryTombstone(key, tenant, headerString(record.headers, HEADER.registryVersion), deps.rules);
   }
   const value = await deps.decoder.decode(stream, record.value);
   if (value instanceof Rejection) return value;
@@ -281,15 +305,16 @@ async function toEvent(stream: Stream, record: SourceRecord, deps: BatchDeps): P
   }
 }
 
-function project(stream: Stream, events: readonly Indexed<ProjectorEvent>[]): Plan {
+function project(stream: Stream, events: readonly Indexed<ProjectorEvent>[], scoped: boolean): Plan {
   switch (stream) {
     case "registry-mutation":
       return projectRegistry(
         events as Indexed<Extract<ProjectorEvent, { kind: "registry-snapshot" | "registry-tombstone" }>>[],
+        scoped,
       );
     case "outcome-created":
-      return projectOutcomes(events as Indexed<Extract<ProjectorEvent, { kind: "outcome-created" }>>[]);
+      return projectOutcomes(events as Indexed<Extract<ProjectorEvent, { kind: "outcome-created" }>>[], scoped);
     case "escalation-edge":
-      return projectEscalations(events as Indexed<Extract<ProjectorEvent, { kind: "escalation-edge" }>>[]);
+      return projectEscalations(events as Indexed<Extract<ProjectorEvent, { kind: "escalation-edge" }>>[], scoped);
   }
 }

@@ -1,4 +1,4 @@
-import { ESCALATED_TO, ESCALATION_OBSERVED } from "../cypher/s3_4-escalation-observed.js";
+import { escalatedTo, escalationObserved } from "../cypher/s3_4-escalation-observed.js";
 import type { Statement, StatementResult } from "../cypher/statement.js";
 import type { EscalationEdge } from "../model/events.js";
 import { applied, deferred, type Fate, unchanged } from "../model/fate.js";
@@ -6,6 +6,7 @@ import { copyFateToDuplicates, type Indexed, type Plan } from "./plan.js";
 
 interface PairRow {
   readonly i: number;
+  readonly tenant_id?: string;
   readonly source_outcome_id: string;
   readonly target_outcome_id: string;
   first_observed_at: number;
@@ -17,11 +18,11 @@ interface PairRow {
  * source/target pair in one batch becomes one row carrying its earliest and latest observation, so it
  * counts once. A record whose outcomes or producers are not in the graph yet is deferred.
  */
-export function projectEscalations(events: readonly Indexed<EscalationEdge>[]): Plan {
+export function projectEscalations(events: readonly Indexed<EscalationEdge>[], scoped = false): Plan {
   const pairs = new Map<string, PairRow>();
   const duplicates = new Map<number, number[]>();
   for (const { i, event } of events) {
-    const key = JSON.stringify([event.source_outcome_id, event.target_outcome_id]);
+    const key = JSON.stringify([event.tenant_id, event.source_outcome_id, event.target_outcome_id]);
     const row = pairs.get(key);
     if (row) {
       row.first_observed_at = Math.min(row.first_observed_at, event.observed_at);
@@ -31,6 +32,7 @@ export function projectEscalations(events: readonly Indexed<EscalationEdge>[]): 
     }
     pairs.set(key, {
       i,
+      ...(scoped ? { tenant_id: event.tenant_id } : {}),
       source_outcome_id: event.source_outcome_id,
       target_outcome_id: event.target_outcome_id,
       first_observed_at: event.observed_at,
@@ -50,8 +52,8 @@ export function projectEscalations(events: readonly Indexed<EscalationEdge>[]): 
     rows.length === 0
       ? []
       : [
-          { name: "escalated-to", cypher: ESCALATED_TO, params: { rows } },
-          { name: "3.4", cypher: ESCALATION_OBSERVED, params: { rows } },
+          { name: "escalated-to", cypher: escalatedTo(scoped), params: { rows } },
+          { name: "3.4", cypher: escalationObserved(scoped), params: { rows } },
         ];
   return {
     statements,

@@ -1,7 +1,7 @@
-import { OUTCOME_PROJECTION, PRODUCED } from "../cypher/s3_3-produced.js";
+import { outcomeProjection, outcomeProjectionLate, produced } from "../cypher/s3_3-produced.js";
 import type { Statement, StatementResult } from "../cypher/statement.js";
 import type { OutcomeCreated } from "../model/events.js";
-import { applied, deferred, type Fate, unchanged } from "../model/fate.js";
+import { applied, deferred, type Fate, stale, unchanged } from "../model/fate.js";
 import { copyFateToDuplicates, type Indexed, type Plan } from "./plan.js";
 
 /**
@@ -9,14 +9,18 @@ import { copyFateToDuplicates, type Indexed, type Plan } from "./plan.js";
  * has no node yet is deferred (its Outcome node is written already; the retry adds PRODUCED). A
  * redelivered event in the same batch is applied once; two different events for one outcome_id go to
  * successive rounds, so no key repeats inside an UNWIND and the later event's values win, as in order.
+ * A late event (from a retry topic or re-driven) never overwrites the outcome; one whose agent the
+ * outcome no longer names is stale.
  */
-export function projectOutcomes(events: readonly Indexed<OutcomeCreated>[]): Plan {
+export function projectOutcomes(events: readonly Indexed<OutcomeCreated>[], scoped = false): Plan {
+  const tenant = (event: OutcomeCreated) => (scoped ? { tenant_id: event.tenant_id } : {});
+  const lateCypher = outcomeProjectionLate(scoped);
   const rounds: Indexed<OutcomeCreated>[][] = [];
   const depthOf = new Map<string, number>();
   const lastOf = new Map<string, Indexed<OutcomeCreated>>();
   const duplicates = new Map<number, number[]>();
   for (const item of events) {
-    const key = item.event.outcome_id;
+    const key = `${item.event.tenant_id}\u0000${item.event.outcome_id}`;
     const last = lastOf.get(key);
     if (last && sameFact(last.event, item.event)) {
       duplicates.set(last.i, [...(duplicates.get(last.i) ?? []), item.i]);
@@ -34,36 +38,63 @@ export function projectOutcomes(events: readonly Indexed<OutcomeCreated>[]): Pla
     // driver's retry backoff). Each outcome_id appears once per round, so row order changes nothing else.
     // Each statement gets only the fields it reads: parameter packing is most of the driver's CPU.
     const sorted = [...round].sort(byAgent);
-    const outcomeRows = sorted.map(({ event }) => ({
+    const fresh = sorted.filter((item) => item.late !== true);
+    const late = sorted.filter((item) => item.late === true);
+    const producedRows = sorted.map(({ i, event }) => ({
+      i,
+      ...tenant(event),
       outcome_id: event.outcome_id,
       agent_id: event.agent_id,
-      status: event.status,
-      correlation_id: event.correlation_id,
-      created_at: event.created_at,
     }));
-    const producedRows = sorted.map(({ i, event }) => ({ i, outcome_id: event.outcome_id, agent_id: event.agent_id }));
-    return [
-      { name: "outcome", cypher: OUTCOME_PROJECTION, params: { rows: outcomeRows } },
-      { name: "3.3", cypher: PRODUCED, params: { rows: producedRows } },
-    ] satisfies Statement[];
+    const out: Statement[] = [];
+    if (fresh.length > 0)
+      out.push({
+        name: "outcome",
+        cypher: outcomeProjection(scoped),
+        params: { rows: fresh.map((item) => ({ ...tenant(item.event), ...outcomeRow(item) })) },
+      });
+    if (late.length > 0) {
+      const rows = late.map((item) => ({ i: item.i, ...tenant(item.event), ...outcomeRow(item) }));
+      out.push({ name: "outcome", cypher: lateCypher, params: { rows } });
+    }
+    out.push({ name: "3.3", cypher: produced(scoped), params: { rows: producedRows } });
+    return out;
   });
   return {
     statements,
     fates(results: readonly StatementResult[]) {
       const fates = new Map<number, Fate>();
+      const superseded = new Set<number>();
       statements.forEach((statement, position) => {
+        if (statement.cypher === lateCypher) {
+          for (const record of results[position]?.records ?? [])
+            if (record.current !== true) superseded.add(Number(record.i));
+          return;
+        }
         if (statement.name !== "3.3") return;
         const produced = new Map<number, boolean>();
         for (const record of results[position]?.records ?? []) produced.set(Number(record.i), record.existed === true);
         for (const row of statement.params.rows) {
           const i = Number(row.i);
           const existed = produced.get(i);
-          fates.set(i, existed === undefined ? deferred("agent-missing") : existed ? unchanged : applied);
+          if (superseded.has(i)) fates.set(i, stale);
+          else fates.set(i, existed === undefined ? deferred("agent-missing") : existed ? unchanged : applied);
         }
       });
       copyFateToDuplicates(fates, duplicates);
       return fates;
     },
+  };
+}
+
+/** The fields the Outcome node takes from an event. */
+function outcomeRow({ event }: Indexed<OutcomeCreated>) {
+  return {
+    outcome_id: event.outcome_id,
+    agent_id: event.agent_id,
+    status: event.status,
+    correlation_id: event.correlation_id,
+    created_at: event.created_at,
   };
 }
 

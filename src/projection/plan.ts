@@ -5,6 +5,8 @@ import type { Fate } from "../model/fate.js";
 export interface Indexed<E> {
   readonly i: number;
   readonly event: E;
+  /** Read back from a retry topic or re-driven: a copy of a record its partition has moved past. */
+  readonly late?: boolean;
 }
 
 /**

@@ -1,5 +1,5 @@
-import { REGISTRY_PROJECTION, REGISTRY_TOMBSTONE } from "../cypher/s3_1-registry-projection.js";
-import { ESCALATION_DECLARED } from "../cypher/s3_2-escalation-declared.js";
+import { registryProjection, registryTombstone } from "../cypher/s3_1-registry-projection.js";
+import { escalationDeclared } from "../cypher/s3_2-escalation-declared.js";
 import type { Statement, StatementResult } from "../cypher/statement.js";
 import type { RegistryEvent, RegistrySnapshot } from "../model/events.js";
 import { applied, type Fate, stale, unchanged } from "../model/fate.js";
@@ -16,12 +16,14 @@ export interface RegistryRound {
 
 /**
  * Reduces a batch of registry events (in offset order) to the ones whose effect in-order application
- * would keep, and spreads them over rounds. A snapshot below the highest version seen earlier in the
- * batch for its agent could not pass the version guard, so it is superseded; so is an exact repeat of
- * the unit before it, and a tombstone right after a tombstone. Usually one snapshot per agent is left
- * — the highest registry_version, the last among equals. When a batch holds several rising snapshots
- * of one agent they all stay, one round each: an intermediate snapshot can leave nodes and revoked
- * declarations behind, and the graph must not depend on where batch boundaries fell.
+ * would keep, and spreads them over rounds. An event below the highest snapshot version seen earlier
+ * in the batch for its agent could not pass the version guard, so it is superseded; so is an exact
+ * repeat of the unit before it. Usually one snapshot per agent is left — the highest version, the last
+ * among equals. A tombstone does not supersede what follows it here (whether it fences depends on the
+ * agent being in the graph, which only the guard knows), so the units after it run in later rounds.
+ * When a batch holds several rising events of one agent they all stay, one round each: an
+ * intermediate snapshot can leave nodes and revoked declarations behind, and the graph must not
+ * depend on where batch boundaries fell.
  */
 export function collapseRegistry(events: readonly Indexed<RegistryEvent>[]): {
   rounds: RegistryRound[];
@@ -32,16 +34,16 @@ export function collapseRegistry(events: readonly Indexed<RegistryEvent>[]): {
   const superseded: number[] = [];
   for (const item of events) {
     const { event } = item;
-    const units = unitsByAgent.get(event.agent_id) ?? [];
-    unitsByAgent.set(event.agent_id, units);
-    if (event.kind === "registry-snapshot") {
-      const highest = highestVersion.get(event.agent_id) ?? Number.NEGATIVE_INFINITY;
-      if (event.registry_version < highest) {
-        superseded.push(item.i);
-        continue;
-      }
-      highestVersion.set(event.agent_id, event.registry_version);
+    // Ids are unique within a tenant: two tenants' agents of one id are two agents.
+    const agent = `${event.tenant_id}\u0000${event.agent_id}`;
+    const units = unitsByAgent.get(agent) ?? [];
+    unitsByAgent.set(agent, units);
+    const highest = highestVersion.get(agent) ?? Number.NEGATIVE_INFINITY;
+    if (event.registry_version < highest) {
+      superseded.push(item.i);
+      continue;
     }
+    if (event.kind === "registry-snapshot") highestVersion.set(agent, event.registry_version);
     const last = units.at(-1);
     if (last !== undefined && sameEffect(last.event, event)) {
       superseded.push(last.i);
@@ -64,7 +66,8 @@ export function collapseRegistry(events: readonly Indexed<RegistryEvent>[]): {
 
 /** Two registry events whose application leaves the same graph (ids and timestamps aside). */
 function sameEffect(a: RegistryEvent, b: RegistryEvent): boolean {
-  if (a.kind === "registry-tombstone" || b.kind === "registry-tombstone") return a.kind === b.kind;
+  if (a.kind === "registry-tombstone" || b.kind === "registry-tombstone")
+    return a.kind === b.kind && a.registry_version === b.registry_version;
   const { event_id: _a, occurred_at: _b, ...left } = a;
   const { event_id: _c, occurred_at: _d, ...right } = b;
   return JSON.stringify(left) === JSON.stringify(right);
@@ -73,8 +76,10 @@ function sameEffect(a: RegistryEvent, b: RegistryEvent): boolean {
 export function snapshotRow({ i, event }: Indexed<RegistrySnapshot>): Record<string, unknown> {
   return {
     i,
+    tenant_id: event.tenant_id,
     agent_id: event.agent_id,
     registry_version: event.registry_version,
+    occurred_at: event.occurred_at,
     name: event.name,
     family: event.family,
     owner: event.owner,
@@ -87,21 +92,27 @@ export function snapshotRow({ i, event }: Indexed<RegistrySnapshot>): Record<str
 }
 
 /**
- * `registry-mutation` → §3.1 then §3.2, per round. A snapshot §3.1 did not let through is stale; a
- * tombstone for an agent never projected is unchanged. A snapshot superseded inside the batch is stale.
+ * `registry-mutation` → §3.1 then §3.2, per round. A snapshot or tombstone the version guard did not
+ * let through is stale; a tombstone for an agent never projected is unchanged. An event superseded
+ * inside the batch is stale. `scoped`: several tenants share the database (cypher/tenant.ts).
  */
-export function projectRegistry(events: readonly Indexed<RegistryEvent>[]): Plan {
+export function projectRegistry(events: readonly Indexed<RegistryEvent>[], scoped = false): Plan {
   const { rounds, superseded } = collapseRegistry(events);
   const statements: Statement[] = [];
   for (const round of rounds) {
     if (round.tombstones.length > 0) {
-      const rows = round.tombstones.map(({ i, event }) => ({ i, agent_id: event.agent_id }));
-      statements.push({ name: "3.1-tombstone", cypher: REGISTRY_TOMBSTONE, params: { rows } });
+      const rows = round.tombstones.map(({ i, event }) => ({
+        i,
+        tenant_id: event.tenant_id,
+        agent_id: event.agent_id,
+        registry_version: event.registry_version,
+      }));
+      statements.push({ name: "3.1-tombstone", cypher: registryTombstone(scoped), params: { rows } });
     }
     if (round.snapshots.length > 0) {
       const rows = round.snapshots.map(snapshotRow);
-      statements.push({ name: "3.1", cypher: REGISTRY_PROJECTION, params: { rows } });
-      statements.push({ name: "3.2", cypher: ESCALATION_DECLARED, params: { rows } });
+      statements.push({ name: "3.1", cypher: registryProjection(scoped), params: { rows } });
+      statements.push({ name: "3.2", cypher: escalationDeclared(scoped), params: { rows } });
     }
   }
   return {
@@ -110,11 +121,20 @@ export function projectRegistry(events: readonly Indexed<RegistryEvent>[]): Plan
       const fates = new Map<number, Fate>();
       statements.forEach((statement, position) => {
         if (statement.name === "3.2") return;
+        if (statement.name === "3.1-tombstone") {
+          const found = new Map<number, boolean>();
+          for (const record of results[position]?.records ?? []) found.set(Number(record.i), record.applied === true);
+          for (const row of statement.params.rows) {
+            const i = Number(row.i);
+            const wasApplied = found.get(i);
+            fates.set(i, wasApplied === undefined ? unchanged : wasApplied ? applied : stale);
+          }
+          return;
+        }
         const passed = returnedIndexes(results[position]);
         for (const row of statement.params.rows) {
           const i = Number(row.i);
-          if (statement.name === "3.1") fates.set(i, passed.has(i) ? applied : stale);
-          else fates.set(i, passed.has(i) ? applied : unchanged);
+          fates.set(i, passed.has(i) ? applied : stale);
         }
       });
       for (const i of superseded) fates.set(i, stale);

@@ -35,26 +35,29 @@ export interface Drift {
 export function registryState(
   events: readonly RegistryEvent[],
 ): Map<string, { state: AgentState; latest: RegistryEvent }> {
-  const applied = new Map<string, { snapshot: RegistrySnapshot; latest: RegistryEvent }>();
+  const applied = new Map<string, { snapshot: RegistrySnapshot; latest: RegistryEvent; deleted: boolean }>();
   for (const event of events) {
     const current = applied.get(event.agent_id);
     if (event.kind === "registry-tombstone") {
-      if (current) {
+      if (current && current.snapshot.registry_version <= event.registry_version) {
         applied.set(event.agent_id, {
           snapshot: {
             ...current.snapshot,
+            registry_version: event.registry_version,
             status: "deregistered",
             tools: [],
             owned_workflows: [],
             escalation_path: [],
           },
           latest: event,
+          deleted: true,
         });
       }
       continue;
     }
     if (current && current.snapshot.registry_version > event.registry_version) continue;
-    applied.set(event.agent_id, { snapshot: event, latest: event });
+    if (current?.deleted && current.snapshot.registry_version === event.registry_version) continue;
+    applied.set(event.agent_id, { snapshot: event, latest: event, deleted: false });
   }
   const out = new Map<string, { state: AgentState; latest: RegistryEvent }>();
   for (const [agentId, { snapshot, latest }] of applied) out.set(agentId, { state: stateOf(snapshot), latest });

@@ -30,27 +30,14 @@ export async function reconcileRegistry(options: {
   tenantId: string;
   rules: ValidationRules;
   repair: boolean;
+  /** Several tenants share the database: keys carry the tenant (cypher/tenant.ts). */
+  scoped?: boolean;
 }): Promise<ReconcileResult> {
-  const raw: { key: Buffer | null; value: Buffer | null; tenant: string }[] = [];
-  await readTopicsToEnd(options.kafka, [options.topic], ({ message }) => {
-    const header = message.headers?.[HEADER.tenantId];
-    raw.push({ key: message.key, value: message.value, tenant: header ? String(header) : options.tenantId });
-  });
-  const events: RegistryEvent[] = [];
-  let unreadable = 0;
-  for (const record of raw) {
-    let event: RegistryEvent | Rejection;
-    if (record.value === null) {
-      event = validateRegistryTombstone(record.key?.toString() ?? null, record.tenant, options.rules);
-    } else {
-      const decoded = await options.decoder.decode("registry-mutation", record.value);
-      event = decoded instanceof Rejection ? decoded : validateRegistrySnapshot(decoded, options.rules);
-    }
-    if (event instanceof Rejection) unreadable += 1;
-    else if (event.tenant_id === options.tenantId) events.push(event);
-  }
+  const read = await readRegistryTopic(options.kafka, options.topic, options.decoder, options.rules);
+  const events = read.events.filter((event) => event.tenant_id === options.tenantId);
+  const unreadable = read.unreadable;
   const registry = registryState(events);
-  const actual = await readProjection(options.graph, options.database);
+  const actual = await readProjection(options.graph, options.database, options.scoped ? options.tenantId : null);
   const drift = diffRegistry(new Map([...registry].map(([id, { state }]) => [id, state])), actual);
 
   let repaired = 0;
@@ -59,15 +46,60 @@ export async function reconcileRegistry(options: {
       const entry = registry.get(id);
       return entry ? [entry.latest] : [];
     });
-    const plan = projectRegistry(drifted.map((event, i) => ({ i, event })));
+    const plan = projectRegistry(
+      drifted.map((event, i) => ({ i, event })),
+      options.scoped === true,
+    );
     await options.graph.apply(options.database, plan.statements);
     repaired = drifted.length;
   }
   return { agents: registry.size, drift, unreadable, repaired };
 }
 
-async function readProjection(graph: GraphWriter, database: string): Promise<Map<string, AgentState>> {
-  const rows = await graph.read(database, REGISTRY_PROJECTION_STATE);
+/**
+ * The registry topic read to its end and validated, in offset order per partition (so per agent);
+ * records that do not validate are counted, not returned.
+ */
+export async function readRegistryTopic(
+  kafka: Kafka,
+  topic: string,
+  decoder: Decoder,
+  rules: ValidationRules,
+): Promise<{ events: RegistryEvent[]; unreadable: number }> {
+  const raw: { key: Buffer | null; value: Buffer | null; tenant: string | undefined; version: string | undefined }[] =
+    [];
+  await readTopicsToEnd(kafka, [topic], ({ message }) => {
+    const header = message.headers?.[HEADER.tenantId];
+    const version = message.headers?.[HEADER.registryVersion];
+    raw.push({
+      key: message.key,
+      value: message.value,
+      tenant: header ? String(header) : undefined,
+      version: version === undefined ? undefined : String(version),
+    });
+  });
+  const events: RegistryEvent[] = [];
+  let unreadable = 0;
+  for (const record of raw) {
+    let event: RegistryEvent | Rejection;
+    if (record.value === null) {
+      event = validateRegistryTombstone(record.key?.toString() ?? null, record.tenant, record.version, rules);
+    } else {
+      const decoded = await decoder.decode("registry-mutation", record.value);
+      event = decoded instanceof Rejection ? decoded : validateRegistrySnapshot(decoded, rules);
+    }
+    if (event instanceof Rejection) unreadable += 1;
+    else events.push(event);
+  }
+  return { events, unreadable };
+}
+
+async function readProjection(
+  graph: GraphWriter,
+  database: string,
+  tenantId: string | null,
+): Promise<Map<string, AgentState>> {
+  const rows = await graph.read(database, REGISTRY_PROJECTION_STATE, { tenant_id: tenantId });
   return new Map(
     rows.map((row) => {
       const props = row.props as Record<string, string | number | null>;

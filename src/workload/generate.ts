@@ -4,6 +4,7 @@ import type {
   OwnedWorkflow,
   RegistryEvent,
   RegistrySnapshot,
+  RegistryTombstone,
   ToolGrant,
 } from "../model/events.js";
 
@@ -22,6 +23,16 @@ export interface WorkloadSize {
   /** Share of escalations between agents whose registry never declared that path. */
   readonly undeclaredRatio: number;
   readonly tenantId: string;
+  /** Share of agents deregistered by a tombstone (at a version above their last edit). */
+  readonly deregisterRatio?: number;
+  /** Share of deregistered agents registered again afterwards, at a higher version still. */
+  readonly reregisterRatio?: number;
+  /** Share of outcomes re-emitted later with another status (a producer's correction). */
+  readonly outcomeUpdateRatio?: number;
+  /** Share of outcome-created records published again as exact duplicates. */
+  readonly outcomeRepeatRatio?: number;
+  /** Share of tool grants and owned workflows a snapshot describes differently from other agents'. */
+  readonly sharedNodeConflictRatio?: number;
 }
 
 export const SMALL_WORKLOAD: WorkloadSize = {
@@ -105,6 +116,12 @@ export function generateEventLog(seed: number, size: WorkloadSize = SMALL_WORKLO
     }),
   );
 
+  // Shared nodes described differently by two agents' snapshots; no random draw when off, so that
+  // the logs of existing seeds stay what they were.
+  const conflictRatio = size.sharedNodeConflictRatio ?? 0;
+  const conflicting = <T>(items: readonly T[], alter: (item: T) => T): T[] =>
+    conflictRatio > 0 ? items.map((item) => (random() < conflictRatio ? alter(item) : item)) : [...items];
+
   const registry: RegistryEvent[] = [];
   const declared = new Set<string>();
   agents.forEach((id, index) => {
@@ -132,8 +149,8 @@ export function generateEventLog(seed: number, size: WorkloadSize = SMALL_WORKLO
       owner: random() < 0.8 ? `team-${index % 4}` : null,
       decision_scope: random() < 0.5 ? pick(["advisory", "bounded", "autonomous"]) : null,
       status: "active",
-      tools,
-      owned_workflows: workflows,
+      tools: conflicting(tools, (t) => ({ ...t, name: `${t.name} as ${id} names it` })),
+      owned_workflows: conflicting(workflows, (w) => ({ ...w, version: `${w.version}-${id}` })),
       escalation_path: path,
     });
     registry.push(snapshot());
@@ -144,6 +161,21 @@ export function generateEventLog(seed: number, size: WorkloadSize = SMALL_WORKLO
         tools = [...tools, pick(toolPool)].filter((t, k, all) => all.findIndex((o) => o.tool_id === t.tool_id) === k);
       if (path && path.length > 1 && random() < 0.5) path = path.slice(1);
       if (random() < 0.2) workflows = workflows.slice(0, -1);
+      registry.push(snapshot());
+    }
+    // No random draw for a ratio left at 0: the logs of existing seeds stay what they were.
+    if ((size.deregisterRatio ?? 0) > 0 && random() < (size.deregisterRatio ?? 0)) {
+      version += 1;
+      const deletion: RegistryTombstone = {
+        kind: "registry-tombstone",
+        tenant_id: size.tenantId,
+        agent_id: id,
+        registry_version: version,
+      };
+      registry.push(deletion);
+      if (random() >= (size.reregisterRatio ?? 0)) return;
+      version += 1 + Math.floor(random() * 2);
+      tools = sample(toolPool, size.toolsPerAgent);
       registry.push(snapshot());
     }
     for (const target of path ?? []) declared.add(`${id}>${target}`);
@@ -189,5 +221,14 @@ export function generateEventLog(seed: number, size: WorkloadSize = SMALL_WORKLO
   }
   const duplicates = Math.floor(escalations.length * size.duplicateRatio);
   for (let n = 0; n < duplicates; n++) escalations.push({ ...pick(escalations) });
+  // Corrections and repeats of outcomes come after the original in the log, as a producer emits them.
+  const originals = [...outcomes];
+  for (const original of originals) {
+    if ((size.outcomeUpdateRatio ?? 0) > 0 && random() < (size.outcomeUpdateRatio ?? 0)) {
+      const status = pick(STATUSES.filter((s) => s !== original.status));
+      outcomes.push({ ...original, event_id: eventId(), status });
+    }
+    if ((size.outcomeRepeatRatio ?? 0) > 0 && random() < (size.outcomeRepeatRatio ?? 0)) outcomes.push({ ...original });
+  }
   return { registry, outcomes, escalations };
 }

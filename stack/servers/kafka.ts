@@ -46,6 +46,11 @@ share.coordinator.state.topic.min.isr=1
 offsets.topic.num.partitions=10
 # Tests join groups constantly; the default 3 s delay would slow every one of them.
 group.initial.rebalance.delay.ms=0
+# Expired segments are deleted and dirty logs compacted within seconds, not after 5 minutes (the
+# retention check's default), so that tests of what outlives retention and compaction can wait for
+# it. Which records expire is still each topic's own retention.ms and cleanup.policy.
+log.retention.check.interval.ms=5000
+log.cleaner.backoff.ms=1000
 `;
 }
 

@@ -97,22 +97,29 @@ describe("the CLI against real servers", () => {
     expect(produced.code, produced.stderr).toBe(0);
     expect(produced.stdout).toContain("published 4 event(s)");
 
-    // A record from a tenant that is not served yet: dead-lettered now, re-driven after the fix.
+    // A snapshot with more tools than this deployment allows: dead-lettered now, re-driven after the fix.
     writeFileSync(
       file,
       JSON.stringify({
-        type: "outcome-created",
+        type: "registry-mutation",
         event_id: "c5",
-        tenant_id: "acme",
-        outcome_id: "cli-o3",
-        agent_id: "fin-agt-100",
-        status: "ok",
-        created_at: at,
+        tenant_id: "default",
+        registry_version: 1,
+        occurred_at: at,
+        agent_id: "fin-agt-101",
+        name: "Treasury",
+        status: "active",
+        tools: [
+          { tool_id: "ledger", name: "Ledger" },
+          { tool_id: "fx", name: "FX" },
+        ],
+        owned_workflows: [],
+        escalation_path: ["os-agt-001"],
       }),
     );
     expect((await cli(["produce", file])).code).toBe(0);
 
-    await harness.startProjector();
+    await harness.startProjector({ MAX_LIST_LENGTH: "1" });
     await harness.waitForCaughtUp();
 
     const refused = await cli(["replay", "--to-earliest"]);
@@ -128,19 +135,20 @@ describe("the CLI against real servers", () => {
 
     const listed = await cli(["dlq", "list", "--json"]);
     expect(listed.code, listed.stderr).toBe(0);
-    expect(JSON.parse(listed.stdout)).toEqual([expect.objectContaining({ key: "cli-o3", reason: "unserved-tenant" })]);
+    expect(JSON.parse(listed.stdout)).toEqual([
+      expect.objectContaining({ key: "default/fin-agt-101", reason: "list-too-long" }),
+    ]);
 
-    // Serve the tenant (on the same database), re-drive, and the outcome is projected.
-    const served = { TENANTS: "default,acme=neo4j" };
-    const redriven = await cli(["dlq", "redrive", "--reason", "unserved-tenant"], served);
+    // Raise the limit (the default), re-drive, and the snapshot is projected.
+    const redriven = await cli(["dlq", "redrive", "--reason", "list-too-long"]);
     expect(redriven.code, redriven.stderr).toBe(0);
     expect(redriven.stdout).toContain("re-drove 1 record(s)");
-    await harness.startProjector(served);
+    await harness.startProjector();
     await harness.waitForCaughtUp();
     const graph = await harness.dump();
-    expect(graph.relationships.some((line) => line.startsWith("Agent:fin-agt-100 -[PRODUCED]-> Outcome:cli-o3 "))).toBe(
-      true,
-    );
+    expect(
+      graph.relationships.filter((line) => line.startsWith("Agent:fin-agt-101 -[AUTHORIZED_FOR]-> ")),
+    ).toHaveLength(2);
     await harness.stopProjectors();
 
     const replay = await cli(["replay", "--to-timestamp", "2020-01-01T00:00:00Z", "--topics", "outcome", "--json"]);

@@ -379,7 +379,10 @@ function expectedDeclared(events: readonly ProjectorEvent[]): Set<string> {
       });
     } else if (event.kind === "registry-tombstone") {
       const current = state.get(event.agent_id);
-      if (current) current.targets = [];
+      if (current && current.version <= event.registry_version) {
+        current.version = event.registry_version;
+        current.targets = [];
+      }
     }
   }
   return new Set([...state].flatMap(([from, { targets }]) => targets.map((to) => `${from}>${to}`)));

@@ -239,9 +239,9 @@ describe("bad input goes to the dead-letter topic with a reason; the partition k
     await harness.waitForCaughtUp();
     expect(await harness.dump()).toEqual(before);
     const letters = await deadLetters();
-    expect(letters.some((l) => l.key === "fin-agt-001" && l.headers[HEADER.errorClass] === "unserved-tenant")).toBe(
-      true,
-    );
+    expect(
+      letters.some((l) => l.key === "acme/fin-agt-001" && l.headers[HEADER.errorClass] === "unserved-tenant"),
+    ).toBe(true);
   });
 
   it("a producer on a newer backward-compatible schema (one more optional field) is read through our reader schema", async () => {

@@ -1,8 +1,10 @@
 import fc from "fast-check";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { resetOffsets } from "../../src/adapters/kafka/admin.js";
 import type { ProjectorEvent } from "../../src/model/events.js";
 import { diffGraphs } from "../../src/model/graph.js";
-import { generateEventLog, SMALL_WORKLOAD } from "../../src/workload/generate.js";
+import { STREAMS } from "../../src/model/schemas.js";
+import { generateEventLog, prng, SMALL_WORKLOAD } from "../../src/workload/generate.js";
 import { Harness } from "../support/harness.js";
 import { referenceGraph } from "../support/reference-model.js";
 
@@ -84,5 +86,64 @@ describe("convergence for any arrival order, on real servers", () => {
       },
     );
     await harness.stopProjectors();
+  });
+
+  it("property: tombstones, re-registrations, outcome corrections, conflicting shared nodes, late copies, old prefixes and a replay change nothing the log does not", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 10_000 }),
+        fc.array(fc.integer({ min: 0, max: 1000 }), { minLength: 1, maxLength: 64 }),
+        async (seed, priorities) => {
+          await harness.clearGraph();
+          await harness.startProjector();
+          const runStart = Date.now();
+          const log = generateEventLog(seed, {
+            ...SMALL_WORKLOAD,
+            agents: 6 + (seed % 5),
+            outcomes: 25,
+            escalations: 20,
+            deregisterRatio: 0.4,
+            reregisterRatio: 0.5,
+            outcomeUpdateRatio: 0.3,
+            outcomeRepeatRatio: 0.1,
+            sharedNodeConflictRatio: 0.3,
+          });
+          const events = [...log.registry, ...log.outcomes, ...log.escalations];
+          const expected = referenceGraph(events);
+          const shuffled = interleave(events, priorities);
+          for (let start = 0; start < shuffled.length; start += 20)
+            await harness.publish(shuffled.slice(start, start + 20));
+          await harness.waitForCaughtUp(120_000);
+          expect(diffGraphs(expected, await harness.dump()), "after the log").toEqual([]);
+
+          // Late copies (what retries and `dlq redrive` bring back) of a random third of the log, and an
+          // old prefix of the registry log published again by its producer.
+          const random = prng(seed);
+          await harness.publishLate(events.filter(() => random() < 0.33));
+          await harness.publish(log.registry.slice(0, Math.ceil(log.registry.length * random())));
+          await harness.waitForCaughtUp(120_000);
+          expect(diffGraphs(expected, await harness.dump()), "after late copies and an old prefix").toEqual([]);
+
+          // A replay: every source topic read again from this run's first record (earlier runs share
+          // the topics).
+          await harness.stopProjectors();
+          await resetOffsets(
+            harness.admin,
+            harness.config.kafka.group,
+            STREAMS.map((stream) => harness.names.source[stream]),
+            { timestamp: runStart },
+          );
+          await harness.startProjector();
+          await harness.waitForCaughtUp(120_000);
+          expect(diffGraphs(expected, await harness.dump()), "after a replay").toEqual([]);
+          await harness.stopProjectors();
+        },
+      ),
+      {
+        seed: Number(process.env.PROPERTY_SEED ?? 1515),
+        numRuns: Number(process.env.PROPERTY_RUNS ?? 3),
+        endOnFailure: true,
+      },
+    );
   });
 });

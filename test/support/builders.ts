@@ -24,8 +24,8 @@ export function snapshot(agent_id: string, overrides: Partial<RegistrySnapshot> 
   };
 }
 
-export function tombstone(agent_id: string): RegistryTombstone {
-  return { kind: "registry-tombstone", tenant_id: "default", agent_id };
+export function tombstone(agent_id: string, registry_version = 2): RegistryTombstone {
+  return { kind: "registry-tombstone", tenant_id: "default", agent_id, registry_version };
 }
 
 export function tool(tool_id: string) {

@@ -5,7 +5,7 @@ import neo4j, { type Driver } from "neo4j-driver";
 import { inject } from "vitest";
 import { ensureTopics, fetchLag, topicSpecs } from "../../src/adapters/kafka/admin.js";
 import { createProducer } from "../../src/adapters/kafka/client.js";
-import { publishEvents, toMessage } from "../../src/adapters/kafka/event-publisher.js";
+import { publishEvents, streamOf, toMessage } from "../../src/adapters/kafka/event-publisher.js";
 import { readTopicsToEnd } from "../../src/adapters/kafka/read-topic.js";
 import { dumpGraph } from "../../src/adapters/neo4j/dump.js";
 import { createGraphWriter } from "../../src/adapters/neo4j/graph-writer.js";
@@ -14,6 +14,7 @@ import { type Config, loadConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import type { ProjectorEvent } from "../../src/model/events.js";
 import type { CanonicalGraph } from "../../src/model/graph.js";
+import { HEADER } from "../../src/pipeline/headers.js";
 import { noopMetrics, type Stream } from "../../src/ports.js";
 import { type RunningService, startService } from "../../src/service.js";
 import { consumedTopics, type TopicNames, topicNames } from "../../src/topics.js";
@@ -124,6 +125,34 @@ export class Harness {
   async publish(events: readonly ProjectorEvent[]): Promise<void> {
     if (!this.schemaIds) throw new Error("harness not created with Harness.create");
     await publishEvents(this.producer, this.registry, this.schemaIds, this.names, events);
+  }
+
+  /**
+   * Publishes late copies of events the way the projector's retry topics and `dlq redrive` carry
+   * them: on the stream's retry topic, naming a source record, due at once.
+   */
+  async publishLate(events: readonly ProjectorEvent[]): Promise<void> {
+    if (!this.schemaIds) throw new Error("harness not created with Harness.create");
+    const schemaIds = this.schemaIds;
+    for (const event of events) {
+      const stream = streamOf(event);
+      const message = await toMessage(this.registry, schemaIds, event);
+      await this.producer.send({
+        topic: this.names.retry[stream],
+        acks: -1,
+        messages: [
+          {
+            ...message,
+            headers: {
+              ...(message.headers ?? {}),
+              [HEADER.sourceTopic]: this.names.source[stream],
+              [HEADER.sourcePartition]: "0",
+              [HEADER.sourceOffset]: "0",
+            },
+          },
+        ],
+      });
+    }
   }
 
   async sendRaw(

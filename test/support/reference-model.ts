@@ -31,6 +31,9 @@ interface Escalation {
 }
 
 export class ReferenceModel {
+  /** `tenant`: the graph of one tenant in a database several share — every node carries tenant_id. */
+  constructor(private readonly tenant?: string) {}
+
   private readonly agents = new Map<string, Record<string, PropertyValue>>();
   private readonly tools = new Map<string, Record<string, PropertyValue>>();
   private readonly workflows = new Map<string, Record<string, PropertyValue>>();
@@ -49,8 +52,10 @@ export class ReferenceModel {
         return;
       case "registry-tombstone": {
         const agent = this.agents.get(event.agent_id);
-        if (agent?.registry_version === undefined) return;
+        if (agent?.registry_version === undefined || Number(agent.registry_version) > event.registry_version) return;
         agent.status = "deregistered";
+        agent.registry_version = event.registry_version;
+        agent.registry_deleted = true;
         this.dropEdges(this.authorizedFor, event.agent_id, new Set());
         this.dropEdges(this.ownsWorkflow, event.agent_id, new Set());
         this.revokeDeclarations(event.agent_id, new Set());
@@ -67,7 +72,9 @@ export class ReferenceModel {
             created_at: event.created_at,
           }),
         );
+        // The outcome's newest record names its producer; a PRODUCED from an earlier record's agent goes.
         if (this.agents.has(event.agent_id)) this.produced.set(event.outcome_id, event.agent_id);
+        else this.produced.delete(event.outcome_id);
         return;
       }
       case "escalation-edge": {
@@ -90,7 +97,9 @@ export class ReferenceModel {
   private snapshot(event: RegistrySnapshot): void {
     const existing = this.agents.get(event.agent_id);
     const stored = existing?.registry_version;
+    // Ordered by (version, kind): a tombstone wins a tie with a snapshot of its own version.
     if (typeof stored === "number" && stored > event.registry_version) return;
+    if (stored === event.registry_version && existing?.registry_deleted === true) return;
     this.agents.set(
       event.agent_id,
       withoutNulls({
@@ -103,12 +112,21 @@ export class ReferenceModel {
         registry_version: event.registry_version,
       }),
     );
+    // A shared Tool or Workflow takes the properties of the most recent edit naming it (occurred_at,
+    // ties to the greater agent_id), whatever order the edits were applied in.
+    const edit = { registry_edited_at: event.occurred_at, registry_edited_by: event.agent_id };
+    const newest = (current: Record<string, PropertyValue> | undefined) =>
+      current === undefined ||
+      event.occurred_at > Number(current.registry_edited_at) ||
+      (event.occurred_at === Number(current.registry_edited_at) &&
+        event.agent_id >= String(current.registry_edited_by));
     for (const tool of event.tools) {
-      this.tools.set(tool.tool_id, { tool_id: tool.tool_id, name: tool.name });
+      if (newest(this.tools.get(tool.tool_id)))
+        this.tools.set(tool.tool_id, { tool_id: tool.tool_id, name: tool.name, ...edit });
       this.authorizedFor.add(pairKey(event.agent_id, tool.tool_id));
     }
     for (const wf of event.owned_workflows) {
-      this.workflows.set(wf.workflow_id, { ...wf });
+      if (newest(this.workflows.get(wf.workflow_id))) this.workflows.set(wf.workflow_id, { ...wf, ...edit });
       this.ownsWorkflow.add(pairKey(event.agent_id, wf.workflow_id));
     }
     this.dropEdges(this.authorizedFor, event.agent_id, new Set(event.tools.map((t) => t.tool_id)));
@@ -147,9 +165,17 @@ export class ReferenceModel {
   }
 
   canonical(): CanonicalGraph {
+    return canonicalize(...this.parts());
+  }
+
+  /** Nodes and relationships, for canonicalising one graph or the union of several tenants'. */
+  parts(): [DumpNode[], DumpRelationship[]] {
+    const scope: Record<string, PropertyValue> = this.tenant === undefined ? {} : { tenant_id: this.tenant };
+    const ref = (label: NodeLabel, id: string) =>
+      nodeRef(label, this.tenant === undefined ? id : `${this.tenant}/${id}`);
     const nodes: DumpNode[] = [];
     const add = (label: NodeLabel, map: Map<string, Properties>) => {
-      for (const props of map.values()) nodes.push({ label, props });
+      for (const props of map.values()) nodes.push({ label, props: { ...props, ...scope } });
     };
     add("Agent", this.agents);
     add("Tool", this.tools);
@@ -165,7 +191,7 @@ export class ReferenceModel {
     ) => {
       for (const key of keys) {
         const [from, to] = JSON.parse(key) as [string, string];
-        rels.push({ type, from: nodeRef(fromLabel, from), to: nodeRef(toLabel, to), props: props(key) });
+        rels.push({ type, from: ref(fromLabel, from), to: ref(toLabel, to), props: props(key) });
       }
     };
     edges("AUTHORIZED_FOR", this.authorizedFor, "Agent", "Tool", () => ({}));
@@ -180,9 +206,9 @@ export class ReferenceModel {
       recorded_at: this.observed.get(key) ?? 0,
     }));
     for (const [outcome, agent] of this.produced) {
-      rels.push({ type: "PRODUCED", from: nodeRef("Agent", agent), to: nodeRef("Outcome", outcome), props: {} });
+      rels.push({ type: "PRODUCED", from: ref("Agent", agent), to: ref("Outcome", outcome), props: {} });
     }
-    return canonicalize(nodes, rels);
+    return [nodes, rels];
   }
 }
 

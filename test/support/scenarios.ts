@@ -36,7 +36,7 @@ export const checklistScenarios: readonly Scenario[] = [
       expect(graph.rel("AUTHORIZED_FOR", A, "t2")).toHaveLength(1);
       expect(graph.rel("OWNS_WORKFLOW", A, "w1")).toHaveLength(0);
       expect(graph.rel("OWNS_WORKFLOW", A, "w2")).toHaveLength(1);
-      expect(graph.node("Tool", "t1")).toEqual({ tool_id: "t1", name: "Tool t1" });
+      expect(graph.node("Tool", "t1")).toMatchObject({ tool_id: "t1", name: "Tool t1" });
     },
   },
   {
@@ -159,10 +159,85 @@ export const checklistScenarios: readonly Scenario[] = [
       [tombstone(A), tombstone(C)],
     ],
     check(graph) {
-      expect(graph.node("Agent", A)).toMatchObject({ status: "deregistered", registry_version: 1 });
+      expect(graph.node("Agent", A)).toMatchObject({ status: "deregistered", registry_version: 2 });
       expect(graph.count("AUTHORIZED_FOR") + graph.count("OWNS_WORKFLOW")).toBe(0);
       expect(graph.rel("CAN_ESCALATE_TO", A, B)).toEqual([{ declared: false, observed_count: 0 }]);
       expect(graph.node("Agent", C)).toBeUndefined();
+    },
+  },
+  {
+    name: "a late tombstone does not deregister an agent registered again at a higher version",
+    steps: [
+      [snapshot(A, { registry_version: 1, tools: [tool("t1")], escalation_path: [B] })],
+      [tombstone(A, 2)],
+      [snapshot(A, { registry_version: 3, tools: [tool("t3")], escalation_path: [C] })],
+      [tombstone(A, 2)],
+    ],
+    check(graph) {
+      expect(graph.node("Agent", A)).toMatchObject({ status: "active", registry_version: 3 });
+      expect(graph.node("Agent", A)?.registry_deleted).toBeUndefined();
+      expect(graph.rel("AUTHORIZED_FOR", A, "t3")).toHaveLength(1);
+      expect(graph.rel("CAN_ESCALATE_TO", A, C)).toEqual([{ declared: true, observed_count: 0 }]);
+      expect(graph.rel("CAN_ESCALATE_TO", A, B)).toEqual([{ declared: false, observed_count: 0 }]);
+    },
+  },
+  {
+    name: "a late copy of the snapshot a tombstone deleted restores nothing, even at the same version",
+    steps: [
+      [snapshot(A, { registry_version: 4, tools: [tool("t1")], escalation_path: [B] })],
+      [tombstone(A, 4)],
+      [snapshot(A, { registry_version: 4, tools: [tool("t1")], escalation_path: [B] })],
+      [snapshot(A, { registry_version: 3, tools: [tool("t0")], escalation_path: [C] })],
+    ],
+    check(graph) {
+      expect(graph.node("Agent", A)).toMatchObject({
+        status: "deregistered",
+        registry_version: 4,
+        registry_deleted: true,
+      });
+      expect(graph.count("AUTHORIZED_FOR")).toBe(0);
+      expect(graph.rel("CAN_ESCALATE_TO", A, B)).toEqual([{ declared: false, observed_count: 0 }]);
+      expect(graph.rel("CAN_ESCALATE_TO", A, C)).toHaveLength(0);
+    },
+  },
+  {
+    name: "an outcome re-emitted with another status and agent keeps the newest record's values and producer",
+    steps: [
+      [snapshot(A), snapshot(B)],
+      [outcome("o-1", A, { status: "pending", created_at: Date.UTC(2026, 0, 2) })],
+      [outcome("o-1", B, { status: "succeeded", created_at: Date.UTC(2026, 0, 3) })],
+    ],
+    check(graph) {
+      expect(graph.node("Outcome", "o-1")).toMatchObject({
+        agent_id: B,
+        status: "succeeded",
+        created_at: Date.UTC(2026, 0, 3),
+      });
+      expect(graph.rel("PRODUCED", B, "Outcome:o-1")).toHaveLength(1);
+      expect(graph.count("PRODUCED")).toBe(1);
+    },
+  },
+  {
+    name: "a tool two agents' snapshots name differently takes the most recent edit's name, in any order",
+    steps: [
+      [snapshot(B, { tools: [{ tool_id: "t9", name: "newer" }], occurred_at: Date.UTC(2026, 1, 2) })],
+      [snapshot(A, { tools: [{ tool_id: "t9", name: "older" }], occurred_at: Date.UTC(2026, 1, 1) })],
+      [snapshot(C, { owned_workflows: [workflow("w9")], occurred_at: Date.UTC(2026, 1, 3) })],
+      [
+        snapshot(A, {
+          registry_version: 2,
+          owned_workflows: [{ ...workflow("w9"), version: "2.0" }],
+          occurred_at: Date.UTC(2026, 1, 3),
+        }),
+      ],
+    ],
+    check(graph) {
+      expect(graph.node("Tool", "t9")).toMatchObject({ name: "newer", registry_edited_by: B });
+      // A tie on occurred_at goes to the greater agent_id (ops-agt-020 > fin-agt-010).
+      expect(graph.node("Workflow", "w9")).toMatchObject({ version: "1.0", registry_edited_by: C });
+      // A's second snapshot names no tool: its grant goes, the node keeps the newest edit's name.
+      expect(graph.rel("AUTHORIZED_FOR", B, "t9")).toHaveLength(1);
+      expect(graph.count("AUTHORIZED_FOR")).toBe(1);
     },
   },
   {

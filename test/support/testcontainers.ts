@@ -27,6 +27,9 @@ export async function startContainers(): Promise<{ endpoints: TestEndpoints; sto
       KAFKA_TRANSACTION_STATE_LOG_MIN_ISR: "1",
       KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS: "0",
       KAFKA_AUTO_CREATE_TOPICS_ENABLE: "false",
+      // As the local stack: retention and compaction within seconds (the rebuild test waits for both).
+      KAFKA_LOG_RETENTION_CHECK_INTERVAL_MS: "5000",
+      KAFKA_LOG_CLEANER_BACKOFF_MS: "1000",
     })
     .withWaitStrategy(Wait.forLogMessage(/Kafka Server started/))
     .start();

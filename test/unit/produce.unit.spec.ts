@@ -26,7 +26,7 @@ describe("produce: parsing an event file", () => {
         status: "ok",
         created_at: 1767225600000,
       }),
-      JSON.stringify({ type: "registry-mutation", agent_id: "fin-agt-002", tombstone: true }),
+      JSON.stringify({ type: "registry-mutation", agent_id: "fin-agt-002", registry_version: 3, tombstone: true }),
     ].join("\n");
     const events = parseEventFile(text);
     expect(events.map((e) => e.kind)).toEqual(["registry-snapshot", "outcome-created", "registry-tombstone"]);

@@ -44,10 +44,12 @@ describe("projectRegistry", () => {
                 "family": "fin",
                 "i": 0,
                 "name": "Agent fin-agt-001",
+                "occurred_at": 0,
                 "owned_workflows": [],
                 "owner": "team-a",
                 "registry_version": 1,
                 "status": "active",
+                "tenant_id": "default",
                 "tools": [
                   {
                     "name": "Tool t1",
@@ -62,10 +64,12 @@ describe("projectRegistry", () => {
                 "family": "fin",
                 "i": 1,
                 "name": "Agent fin-agt-002",
+                "occurred_at": 0,
                 "owned_workflows": [],
                 "owner": "team-a",
                 "registry_version": 7,
                 "status": "active",
+                "tenant_id": "default",
                 "tools": [],
               },
             ],
@@ -114,6 +118,28 @@ describe("projectOutcomes", () => {
     ]);
     // §3.3 reads only the two ids; the record index maps its result back to a fate.
     expect(Object.keys(plan.statements[1]?.params.rows[0] ?? {}).sort()).toEqual(["agent_id", "i", "outcome_id"]);
+  });
+
+  it("never overwrites an outcome from a late record, and calls one the outcome moved past stale", () => {
+    const events = [
+      outcome("o-1", "fin-agt-001", { status: "pending" }),
+      outcome("o-2", "fin-agt-002", { status: "pending" }),
+    ];
+    const plan = projectOutcomes(events.map((event, i) => ({ i, event, late: true })));
+    expect(plan.statements.map((s) => s.name)).toEqual(["outcome", "3.3"]);
+    expect(plan.statements[0]?.cypher).toMatch(/ON CREATE SET/);
+    expect(plan.statements[0]?.cypher).not.toMatch(/\n\s*SET o\./);
+    const fates = plan.fates([
+      result("outcome", [
+        { i: 0, current: true },
+        { i: 1, current: false },
+      ]),
+      result("3.3", [
+        { i: 0, existed: true },
+        { i: 1, existed: true },
+      ]),
+    ]);
+    expect(Object.fromEntries(fates)).toEqual({ 0: { kind: "unchanged" }, 1: { kind: "stale" } });
   });
 });
 

@@ -22,7 +22,12 @@ const registryEvent = fc.oneof(
           snapshot(agent, { registry_version: version, tools: tools.map(tool), escalation_path: path }),
       ),
   },
-  { weight: 1, arbitrary: fc.constantFrom(...agents).map((agent): RegistryEvent => tombstone(agent)) },
+  {
+    weight: 2,
+    arbitrary: fc
+      .record({ agent: fc.constantFrom(...agents), version: fc.integer({ min: 1, max: 6 }) })
+      .map(({ agent, version }): RegistryEvent => tombstone(agent, version)),
+  },
 );
 
 describe("collapseRegistry", () => {
@@ -72,7 +77,11 @@ describe("collapseRegistry", () => {
   });
 
   it("splits a tombstone between snapshots of one agent into ordered rounds", () => {
-    const batch = [snapshot("fin-agt-001"), tombstone("fin-agt-001"), snapshot("fin-agt-001", { registry_version: 2 })];
+    const batch = [
+      snapshot("fin-agt-001"),
+      tombstone("fin-agt-001", 2),
+      snapshot("fin-agt-001", { registry_version: 3 }),
+    ];
     const plan = projectRegistry(batch.map((event, i) => ({ i, event })));
     expect(plan.statements.map((statement) => statement.name)).toEqual(["3.1", "3.2", "3.1-tombstone", "3.1", "3.2"]);
   });

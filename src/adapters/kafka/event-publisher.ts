@@ -1,6 +1,7 @@
 import type { SchemaRegistry } from "@kafkajs/confluent-schema-registry";
 import type { Message, Producer } from "kafkajs";
 import type { ProjectorEvent } from "../../model/events.js";
+import { registryKey } from "../../model/registry-key.js";
 import { HEADER } from "../../pipeline/headers.js";
 import type { Stream } from "../../ports.js";
 import type { TopicNames } from "../../topics.js";
@@ -17,12 +18,12 @@ export function streamOf(event: ProjectorEvent): Stream {
   }
 }
 
-/** The record key each topic is partitioned by. */
+/** The record key each topic is partitioned by; the compacted registry topic's names the tenant. */
 export function keyOf(event: ProjectorEvent): string {
   switch (event.kind) {
     case "registry-snapshot":
     case "registry-tombstone":
-      return event.agent_id;
+      return registryKey(event.tenant_id, event.agent_id);
     case "outcome-created":
       return event.outcome_id;
     case "escalation-edge":
@@ -37,7 +38,11 @@ export async function toMessage(
   event: ProjectorEvent,
 ): Promise<Message> {
   if (event.kind === "registry-tombstone") {
-    return { key: event.agent_id, value: null, headers: { [HEADER.tenantId]: event.tenant_id } };
+    return {
+      key: keyOf(event),
+      value: null,
+      headers: { [HEADER.tenantId]: event.tenant_id, [HEADER.registryVersion]: String(event.registry_version) },
+    };
   }
   const { kind: _kind, ...value } = event;
   return { key: keyOf(event), value: await registry.encode(schemaIds[streamOf(event)], value) };

@@ -1,7 +1,7 @@
 import neo4j, { type Driver } from "neo4j-driver";
 import pLimit from "p-limit";
 import type { Config } from "../../config.js";
-import { CONSTRAINTS } from "../../cypher/s6-constraints.js";
+import { CONSTRAINT_NAMES, CONSTRAINTS, TENANT_CONSTRAINTS, UNSCOPED_NODE } from "../../cypher/s6-constraints.js";
 import type { Statement, StatementResult } from "../../cypher/statement.js";
 import type { GraphWriter, Metrics } from "../../ports.js";
 import { toPlain } from "./values.js";
@@ -126,10 +126,30 @@ export function createGraphWriter(
   };
 }
 
-/** §6: the uniqueness constraints, created idempotently before any write, on every served database. */
-export async function migrate(driver: Driver, databases: Iterable<string>): Promise<void> {
+/**
+ * §6: the uniqueness constraints, created idempotently before any write, on every served database —
+ * composite with the tenant on a database several tenants share. Such a database must not hold nodes
+ * projected while it served one tenant (they carry no tenant): that is refused, naming the database.
+ */
+export async function migrate(
+  driver: Driver,
+  databases: Iterable<string>,
+  shared: ReadonlySet<string> = new Set(),
+): Promise<void> {
   for (const database of new Set(databases)) {
-    for (const constraint of CONSTRAINTS) await driver.executeQuery(constraint, {}, { database });
+    if (shared.has(database)) {
+      const { records } = await driver.executeQuery(UNSCOPED_NODE, {}, { database });
+      if (records.length > 0) {
+        throw new Error(
+          `database "${database}" is shared by several tenants but holds ${String(records[0]?.get("labels"))} nodes without tenant_id, projected while it served one tenant; give each tenant its own database, or clear it and rebuild`,
+        );
+      }
+      for (const name of CONSTRAINT_NAMES)
+        await driver.executeQuery(`DROP CONSTRAINT ${name} IF EXISTS`, {}, { database });
+      for (const constraint of TENANT_CONSTRAINTS) await driver.executeQuery(constraint, {}, { database });
+    } else {
+      for (const constraint of CONSTRAINTS) await driver.executeQuery(constraint, {}, { database });
+    }
     await driver.executeQuery("CALL db.awaitIndexes(300)", {}, { database });
   }
 }
