@@ -3,7 +3,7 @@ import { SchemaRegistry } from "@kafkajs/confluent-schema-registry";
 import { type Admin, Kafka, logLevel } from "kafkajs";
 import neo4j, { type Driver } from "neo4j-driver";
 import { inject } from "vitest";
-import { ensureTopics, fetchLag, topicSpecs } from "../../src/adapters/kafka/admin.js";
+import { ensureTopics, fetchLag, replicationFor, topicSpecs } from "../../src/adapters/kafka/admin.js";
 import { createProducer } from "../../src/adapters/kafka/client.js";
 import { publishEvents } from "../../src/adapters/kafka/event-publisher.js";
 import { dumpGraph } from "../../src/adapters/neo4j/dump.js";
@@ -78,7 +78,11 @@ export class Harness {
     await harness.producer.connect();
     await ensureTopics(
       harness.admin,
-      topicSpecs(harness.names, { partitions: harness.config.topics.partitions, replicationFactor: 1 }),
+      // The cluster's default replication (one copy on the local single broker, three on a cluster).
+      topicSpecs(harness.names, {
+        partitions: harness.config.topics.partitions,
+        ...(await replicationFor(harness.admin, harness.config.topics.replicationFactor)),
+      }),
     );
     harness.schemaIds = await registerSchemas(harness.registry, harness.names.source);
     return harness;
