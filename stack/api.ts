@@ -4,13 +4,14 @@ import { loadConfig, SERVER_NAMES, type ServerName, type StackConfig } from "./c
 import { CommandError } from "./lib/build.js";
 import { portIsFree } from "./lib/ports.js";
 import { commandLine, isAlive, readPid, rssKiB, sleep, spawnDetached, tail, terminate } from "./lib/process.js";
-import { kafkaDefs, kafkaEndpoints, kafkaNodeDef } from "./servers/kafka.js";
+import { type KafkaQuorum, kafkaDefs, kafkaEndpoints, kafkaNodeDef, kafkaQuorum } from "./servers/kafka.js";
 import { neo4j, neo4jUri } from "./servers/neo4j.js";
 import { registry, registryUrl } from "./servers/registry.js";
 import { ownerMarker, type ServerContext, type ServerDef, serverPaths, unitOf } from "./servers/types.js";
 
 export type { ServerName, StackConfig } from "./config.js";
 export { loadConfig, StackConfigError } from "./config.js";
+export type { KafkaQuorum } from "./servers/kafka.js";
 
 const SERVERS: Record<Exclude<ServerName, "kafka">, ServerDef> = { registry, neo4j };
 
@@ -427,6 +428,11 @@ export async function stackStatus(opts: StackOptions = {}): Promise<StackStatus>
     neo4jPassword: endpointsOf(actual("neo4j")).neo4jPassword,
   };
   return { home: cfg.home, servers, endpoints };
+}
+
+/** The Kafka quorum of this stack (which node is the active controller); see kafkaQuorum. */
+export async function stackKafkaQuorum(opts: StackOptions = {}): Promise<KafkaQuorum> {
+  return kafkaQuorum(loadConfig(opts.env));
 }
 
 /** Stops everything and deletes server data and logs; fetched artifacts are kept. */

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import type { IHeaders } from "kafkajs";
-import { createKafka, createProducer } from "../adapters/kafka/client.js";
+import { createKafka, createProducer, sendBatchAtLeastOnce } from "../adapters/kafka/client.js";
 import { type ReadRecord, readTopicsToEnd } from "../adapters/kafka/read-topic.js";
 import { STREAMS } from "../model/schemas.js";
 import { HEADER } from "../pipeline/headers.js";
@@ -92,10 +92,15 @@ export function registerDlq(program: Command): void {
             const source = STREAMS.find((s) => names.source[s] === topic || names.retry[s] === topic);
             if (!source)
               throw new Error(`record ${describe(record).dlq} names no known source topic (${topic ?? "none"})`);
-            await producer.send({
-              topic: names.source[source],
-              acks: -1,
-              messages: [{ key: record.message.key, value: record.message.value, headers: originalHeaders(record) }],
+            await sendBatchAtLeastOnce(producer, {
+              topicMessages: [
+                {
+                  topic: names.source[source],
+                  messages: [
+                    { key: record.message.key, value: record.message.value, headers: originalHeaders(record) },
+                  ],
+                },
+              ],
             });
           }
         } finally {

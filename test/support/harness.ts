@@ -4,7 +4,7 @@ import { type Admin, Kafka, logLevel } from "kafkajs";
 import neo4j, { type Driver } from "neo4j-driver";
 import { inject } from "vitest";
 import { ensureTopics, fetchLag, replicationFor, topicSpecs } from "../../src/adapters/kafka/admin.js";
-import { createProducer } from "../../src/adapters/kafka/client.js";
+import { createProducer, sendBatchAtLeastOnce } from "../../src/adapters/kafka/client.js";
 import { publishEvents } from "../../src/adapters/kafka/event-publisher.js";
 import { dumpGraph } from "../../src/adapters/neo4j/dump.js";
 import { createGraphWriter } from "../../src/adapters/neo4j/graph-writer.js";
@@ -97,7 +97,7 @@ export class Harness {
     topic: string,
     messages: { key: string | null; value: Buffer | null; headers?: Record<string, string> }[],
   ): Promise<void> {
-    await this.producer.send({ topic, acks: -1, messages });
+    await sendBatchAtLeastOnce(this.producer, { topicMessages: [{ topic, messages }] });
   }
 
   async startProjector(extraEnv: Record<string, string> = {}): Promise<RunningService> {

@@ -2,6 +2,7 @@ import type { IHeaders, Producer } from "kafkajs";
 import { HEADER } from "../../pipeline/headers.js";
 import type { RecordSink, SinkItem } from "../../ports.js";
 import type { TopicNames } from "../../topics.js";
+import { sendBatchAtLeastOnce } from "./client.js";
 
 /** Kafka's default max.message.bytes, for a sink not told its topics' own limit. */
 export const DEFAULT_MAX_MESSAGE_BYTES = 1_048_588;
@@ -79,8 +80,7 @@ export function createRecordSink(
           messages.push(message);
           byTopic.set(topic, messages);
         }
-        await producer.sendBatch({
-          acks: -1,
+        await sendBatchAtLeastOnce(producer, {
           topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
         });
       }
