@@ -12,6 +12,7 @@ import { createAvroDecoder, createSchemaRegistry, registerSchemas } from "./adap
 import type { Config } from "./config.js";
 import { errorMessage } from "./errors.js";
 import type { AppLogger } from "./logger.js";
+import { STREAMS } from "./model/schemas.js";
 import type { BatchDeps } from "./pipeline/process-batch.js";
 import { type Clock, type Stream, systemClock } from "./ports.js";
 import { DRIFT_KINDS } from "./reconcile/drift.js";
@@ -77,7 +78,7 @@ export async function startService(
       replicationFactor: config.topics.replicationFactor ?? 1,
       retryMaxAgeMs: config.retry.maxAgeMs,
     },
-    await sourceReplication(admin, names),
+    await sourceReplication(admin, names, STREAMS),
   ).filter((spec) => roleOfTopic(names, spec.topic)?.role !== "source");
   const created = await ensureTopics(admin, ownTopics);
   if (created.length > 0) logger.info({ topics: created }, "created retry and dead-letter topics");

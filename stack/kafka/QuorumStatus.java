@@ -16,10 +16,10 @@ public final class QuorumStatus {
   public static void main(String[] args) throws Exception {
     Properties props = new Properties();
     props.put(AdminClientConfig.BOOTSTRAP_CONTROLLERS_CONFIG, args[0]);
-    props.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "5000");
-    props.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "10000");
+    props.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000");
+    props.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "30000");
     try (Admin admin = Admin.create(props)) {
-      QuorumInfo quorum = admin.describeMetadataQuorum().quorumInfo().get(15, TimeUnit.SECONDS);
+      QuorumInfo quorum = admin.describeMetadataQuorum().quorumInfo().get(40, TimeUnit.SECONDS);
       String voters =
           quorum.voters().stream()
               .map(v -> "{\"id\":" + v.replicaId() + ",\"logEndOffset\":" + v.logEndOffset() + "}")

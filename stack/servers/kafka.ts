@@ -228,6 +228,9 @@ export function kafkaNodeDef(id: number, brokers: number): ServerDef {
     ...kafka,
     unit,
     label: brokers === 1 ? kafka.label : `Kafka node ${id}`,
+    // A restarted node recovers its logs and catches up on metadata while the others stay busy; on a
+    // loaded two-core machine that took 100-140 s.
+    readyTimeoutMs: brokers === 1 ? kafka.readyTimeoutMs : 300_000,
     ports: (cfg) =>
       kafka
         .ports(at(cfg))
@@ -273,7 +276,7 @@ export async function kafkaQuorum(cfg: StackConfig): Promise<KafkaQuorum> {
         path.join(KAFKA_DIR, "QuorumStatus.java"),
         controllers,
       ],
-      { timeout: 60_000 },
+      { timeout: 90_000 },
       (error, out, err) => (error ? reject(new Error(`QuorumStatus: ${error.message}\n${err}`)) : resolve(out)),
     ),
   );

@@ -228,7 +228,13 @@ describe.skipIf(!CAN_RESTART_SERVERS)("Kafka cluster failover under load (3 node
         const before = await stackKafkaQuorum({ env });
         event(`active controller kafka-${before.leaderId} stopped`);
         await stackDown({ env, services: ["kafka"], units: [`kafka-${before.leaderId}`] });
-        const after = await stackKafkaQuorum({ env });
+        // The remaining two elect a new leader; asking may fail while that happens.
+        let after = before;
+        const deadline = Date.now() + 120_000;
+        while (after.leaderId === before.leaderId || after.leaderId < 0) {
+          if (Date.now() > deadline) throw new Error(`no new active controller within 120 s (was ${before.leaderId})`);
+          after = await stackKafkaQuorum({ env }).catch(() => before);
+        }
         expect(after.leaderId).not.toBe(before.leaderId);
         log(`controller moved from node ${before.leaderId} to node ${after.leaderId} (epoch ${after.leaderEpoch})`);
         await sleep(10_000);

@@ -129,13 +129,18 @@ export async function topicReplication(admin: Admin, topics: readonly string[]):
   return out;
 }
 
-/** The replication of each stream's source topic that exists, for topicSpecs' `sources`. */
+/**
+ * The replication of each stream's source topic, for topicSpecs' `sources`: of the streams named in
+ * `streams` (sources known to exist), else of those the broker lists. A broker that has just come back
+ * may not list a topic created a moment ago, so the service, which has checked its sources, names them.
+ */
 export async function sourceReplication(
   admin: Admin,
   names: TopicNames,
+  streams?: readonly Stream[],
 ): Promise<Partial<Record<Stream, Replication>>> {
-  const existing = new Set(await admin.listTopics());
-  const present = STREAMS.filter((stream) => existing.has(names.source[stream]));
+  const existing = streams ? undefined : new Set(await admin.listTopics());
+  const present = streams ?? STREAMS.filter((stream) => existing?.has(names.source[stream]));
   if (present.length === 0) return {};
   const replication = await topicReplication(
     admin,
