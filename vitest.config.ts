@@ -44,6 +44,21 @@ export default defineConfig({
           hookTimeout: 300_000,
         },
       },
+      // `npm run test:cluster` only (TEST_CLUSTER=1): a three-node Kafka replaces the single node.
+      ...(process.env.TEST_CLUSTER === "1"
+        ? [
+            {
+              test: {
+                name: "cluster",
+                include: ["test/cluster/**/*.cluster.spec.ts", "test/int/topics.int.spec.ts"],
+                globalSetup: ["test/cluster/global-setup.ts"],
+                fileParallelism: false,
+                testTimeout: 900_000,
+                hookTimeout: 600_000,
+              },
+            },
+          ]
+        : []),
     ],
   },
 });

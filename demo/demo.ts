@@ -7,7 +7,7 @@
  */
 import { parseArgs } from "node:util";
 import { pino } from "pino";
-import { ensureTopics, fetchLag, topicSpecs } from "../src/adapters/kafka/admin.js";
+import { ensureTopics, fetchLag, replicationFor, topicSpecs } from "../src/adapters/kafka/admin.js";
 import { createKafka, createProducer } from "../src/adapters/kafka/client.js";
 import { publishEvents } from "../src/adapters/kafka/event-publisher.js";
 import { createDriver, createGraphWriter } from "../src/adapters/neo4j/graph-writer.js";
@@ -38,7 +38,11 @@ async function main(): Promise<void> {
   await admin.connect();
   await ensureTopics(
     admin,
-    topicSpecs(names, { partitions: config.topics.partitions, replicationFactor: config.topics.replicationFactor }),
+    topicSpecs(names, {
+      partitions: config.topics.partitions,
+      ...(await replicationFor(admin, config.topics.replicationFactor)),
+      retryMaxAgeMs: config.retry.maxAgeMs,
+    }),
   );
   const registry = createSchemaRegistry(config.registry);
   const schemaIds = await registerSchemas(config.registry, names.source);

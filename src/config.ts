@@ -69,7 +69,8 @@ const envSchema = z.object({
   TENANTS: commaList("default").refine((list) => list.length > 0, "needs at least one tenant"),
   TERMINAL_AGENT_IDS: commaList("os-agt-001,os-agt-004"),
   TOPIC_PARTITIONS: int(6, 1, 10_000),
-  TOPIC_REPLICATION_FACTOR: int(1, 1, 10),
+  // Unset: the cluster's default.replication.factor and min.insync.replicas (see replicationFor).
+  TOPIC_REPLICATION_FACTOR: z.coerce.number().int().min(1).max(10).optional(),
   REGISTER_SCHEMAS: bool(false),
   STARTUP_TIMEOUT_MS: int(60_000, 1_000, 3_600_000),
   SCHEMA_MISS_TTL_MS: int(60_000, 0, 86_400_000),

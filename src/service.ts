@@ -1,7 +1,7 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { type HealthChecks, startHttpServer } from "./adapters/http/server.js";
-import { ensureTopics, fetchLag, topicSpecs } from "./adapters/kafka/admin.js";
+import { ensureTopics, fetchLag, sourceReplication, topicConfigNumbers, topicSpecs } from "./adapters/kafka/admin.js";
 import { createCatchUpHold } from "./adapters/kafka/catch-up-hold.js";
 import { createKafka, createProducer } from "./adapters/kafka/client.js";
 import { createProjectorConsumer, type ProjectorConsumer } from "./adapters/kafka/consumer.js";
@@ -18,6 +18,7 @@ import {
 import { type Config, sharedDatabases } from "./config.js";
 import { errorMessage } from "./errors.js";
 import type { AppLogger } from "./logger.js";
+import { STREAMS } from "./model/schemas.js";
 import { validationRules } from "./model/validate.js";
 import type { BatchDeps } from "./pipeline/process-batch.js";
 import { type Clock, type Stream, systemClock } from "./ports.js";
@@ -140,17 +141,41 @@ async function startOrFail(
       `source topic(s) ${missingSources.join(", ")} do not exist; create them with "agent-graph-projector topics"`,
     );
   }
-  const ownTopics = topicSpecs(names, {
-    partitions: config.topics.partitions,
-    replicationFactor: config.topics.replicationFactor,
-  }).filter((spec) => roleOfTopic(names, spec.topic)?.role !== "source");
+  // Retry and dead-letter topics are as durable as their source: same replication factor and
+  // min.insync.replicas (the records in them are past the source offsets we commit).
+  const replication = await untilDeadline(brokers, deadlineAt, () => sourceReplication(admin, names, STREAMS), clock);
+  const ownTopics = topicSpecs(
+    names,
+    {
+      partitions: config.topics.partitions,
+      replicationFactor: config.topics.replicationFactor ?? 1,
+      retryMaxAgeMs: config.retry.maxAgeMs,
+    },
+    replication,
+  ).filter((spec) => roleOfTopic(names, spec.topic)?.role !== "source");
   const created = await untilDeadline(brokers, deadlineAt, () => ensureTopics(admin, ownTopics), clock);
   if (created.length > 0) logger.info({ topics: created }, "created retry and dead-letter topics");
+  // The largest record batch the retry and dead-letter topics accept; the sink splits its sends below it.
+  const maxMessageBytes = Math.min(
+    ...(
+      await topicConfigNumbers(
+        admin,
+        [...Object.values(names.retry), ...Object.values(names.deadLetter)],
+        "max.message.bytes",
+      )
+    ).values(),
+  );
 
   const producer = createProducer(kafka);
   opened.push(() => producer.disconnect());
   await untilDeadline(brokers, deadlineAt, () => producer.connect(), clock);
-  const sink = createRecordSink(producer, names, SERVICE_VERSION, (topic) => metrics.recordDeadLetterPublished(topic));
+  const sink = createRecordSink(
+    producer,
+    names,
+    SERVICE_VERSION,
+    (topic) => metrics.recordDeadLetterPublished(topic),
+    Number.isFinite(maxMessageBytes) ? maxMessageBytes : undefined,
+  );
 
   let failWith: (error: unknown) => void = () => {};
   const fatal = new Promise<never>((_, reject) => {

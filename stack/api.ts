@@ -4,15 +4,42 @@ import { loadConfig, SERVER_NAMES, type ServerName, type StackConfig } from "./c
 import { CommandError } from "./lib/build.js";
 import { portIsFree } from "./lib/ports.js";
 import { commandLine, isAlive, readPid, rssKiB, sleep, spawnDetached, tail, terminate } from "./lib/process.js";
-import { kafka } from "./servers/kafka.js";
+import { type KafkaQuorum, kafkaDefs, kafkaEndpoints, kafkaNodeDef, kafkaQuorum } from "./servers/kafka.js";
 import { neo4j, neo4jUri } from "./servers/neo4j.js";
 import { registry, registryUrl } from "./servers/registry.js";
-import { ownerMarker, type ServerContext, type ServerDef, serverPaths } from "./servers/types.js";
+import { ownerMarker, type ServerContext, type ServerDef, serverPaths, unitOf } from "./servers/types.js";
 
 export type { ServerName, StackConfig } from "./config.js";
 export { loadConfig, StackConfigError } from "./config.js";
+export type { KafkaQuorum } from "./servers/kafka.js";
 
-const SERVERS: Record<ServerName, ServerDef> = { kafka, registry, neo4j };
+const SERVERS: Record<Exclude<ServerName, "kafka">, ServerDef> = { registry, neo4j };
+
+/** The processes of a server under this config: one, or for Kafka one per node. */
+function defsOf(cfg: StackConfig, name: ServerName): ServerDef[] {
+  return name === "kafka" ? kafkaDefs(cfg) : [SERVERS[name]];
+}
+
+/**
+ * Kafka nodes that have a directory under STACK_HOME, whatever layout the current config asks for:
+ * `down`, `status` and `reset` must find a cluster started with STACK_KAFKA_BROKERS=3 also when the
+ * variable is not set now (and the single node when it is).
+ */
+function knownKafkaDefs(cfg: StackConfig): ServerDef[] {
+  const defs = new Map(kafkaDefs(cfg).map((def) => [unitOf(def), def]));
+  const entries = fs.existsSync(cfg.home) ? fs.readdirSync(cfg.home) : [];
+  for (const entry of entries) {
+    const id = entry === "kafka" ? 1 : Number(/^kafka-(\d+)$/.exec(entry)?.[1] ?? Number.NaN);
+    if (!Number.isInteger(id) || defs.has(entry)) continue;
+    const def = kafkaNodeDef(id, entry === "kafka" ? 1 : Math.max(3, id));
+    defs.set(entry, def);
+  }
+  return [...defs.values()];
+}
+
+function knownDefsOf(cfg: StackConfig, name: ServerName): ServerDef[] {
+  return name === "kafka" ? knownKafkaDefs(cfg) : [SERVERS[name]];
+}
 
 export interface StackEndpoints {
   kafkaBrokers: string[];
@@ -39,6 +66,8 @@ export interface StackOptions {
 
 export interface ServerStatus {
   name: ServerName;
+  /** The process: the server's name, or a Kafka node's ("kafka-2"). */
+  unit: string;
   label: string;
   pid: number | undefined;
   alive: boolean;
@@ -72,7 +101,7 @@ export function stackEndpoints(opts: StackOptions = {}): StackEndpoints {
 
 function endpointsOf(cfg: StackConfig): StackEndpoints {
   return {
-    kafkaBrokers: [kafka.endpoint(cfg)],
+    kafkaBrokers: kafkaEndpoints(cfg),
     neo4jUri: neo4jUri(cfg),
     neo4jUser: cfg.neo4jUser,
     neo4jPassword: cfg.neo4jPassword,
@@ -94,25 +123,41 @@ export function envLines(e: StackEndpoints, services: readonly ServerName[] = SE
 /** Settings a running server was launched with that clients depend on. */
 type Launched = Pick<
   StackConfig,
-  "kafkaPort" | "kafkaControllerPort" | "registryPort" | "neo4jBoltPort" | "neo4jPassword"
+  | "kafkaPort"
+  | "kafkaControllerPort"
+  | "kafkaBrokers"
+  | "kafkaPortStep"
+  | "registryPort"
+  | "neo4jBoltPort"
+  | "neo4jPassword"
 >;
 
-const launchedPath = (cfg: StackConfig, name: ServerName) => path.join(serverPaths(cfg, name).dir, "launched.json");
+const launchedPath = (cfg: StackConfig, unit: string) => path.join(serverPaths(cfg, unit).dir, "launched.json");
 
-function recordLaunch(cfg: StackConfig, name: ServerName) {
-  const { kafkaPort, kafkaControllerPort, registryPort, neo4jBoltPort, neo4jPassword } = cfg;
-  const launched: Launched = { kafkaPort, kafkaControllerPort, registryPort, neo4jBoltPort, neo4jPassword };
-  fs.writeFileSync(launchedPath(cfg, name), `${JSON.stringify(launched, null, 2)}\n`);
+function recordLaunch(cfg: StackConfig, unit: string) {
+  const { kafkaPort, kafkaControllerPort, kafkaBrokers, kafkaPortStep, registryPort, neo4jBoltPort, neo4jPassword } =
+    cfg;
+  const launched: Launched = {
+    kafkaPort,
+    kafkaControllerPort,
+    kafkaBrokers,
+    kafkaPortStep,
+    registryPort,
+    neo4jBoltPort,
+    neo4jPassword,
+  };
+  fs.writeFileSync(launchedPath(cfg, unit), `${JSON.stringify(launched, null, 2)}\n`);
 }
 
 /**
  * The config a running server really has: the env of a later command may name
  * other ports, and probing those would check (or report on) the wrong process.
  */
-function asLaunched(cfg: StackConfig, name: ServerName): StackConfig {
+function asLaunched(cfg: StackConfig, unit: string): StackConfig {
   try {
-    const launched = JSON.parse(fs.readFileSync(launchedPath(cfg, name), "utf8")) as Partial<Launched>;
-    return { ...cfg, ...launched };
+    const launched = JSON.parse(fs.readFileSync(launchedPath(cfg, unit), "utf8")) as Partial<Launched>;
+    // Written before Kafka could run as a cluster: one node.
+    return { ...cfg, kafkaBrokers: 1, ...launched };
   } catch {
     return cfg;
   }
@@ -128,10 +173,10 @@ function fingerprint(cfg: StackConfig, def: ServerDef): string {
 
 /** Pid of our live server process, cleaning up a pid file that no longer proves anything. */
 async function ownedPid(cfg: StackConfig, def: ServerDef): Promise<number | undefined> {
-  const { pidFile } = serverPaths(cfg, def.name);
+  const { pidFile } = serverPaths(cfg, unitOf(def));
   const pid = readPid(pidFile);
   if (pid === undefined) return undefined;
-  if (isAlive(pid) && (await commandLine(pid))?.includes(ownerMarker(cfg, def.name))) return pid;
+  if (isAlive(pid) && (await commandLine(pid))?.includes(ownerMarker(cfg, unitOf(def)))) return pid;
   fs.rmSync(pidFile, { force: true });
   return undefined;
 }
@@ -143,7 +188,7 @@ async function waitReady(cfg: StackConfig, def: ServerDef, pid: number): Promise
     if (!isAlive(pid)) {
       throw failure(cfg, def, `${def.label} (pid ${pid}) exited during startup`);
     }
-    if (def.readyLine && !fs.readFileSync(serverPaths(cfg, def.name).logFile, "utf8").includes(def.readyLine)) {
+    if (def.readyLine && !fs.readFileSync(serverPaths(cfg, unitOf(def)).logFile, "utf8").includes(def.readyLine)) {
       last = `waiting for "${def.readyLine}" in the log`;
     } else {
       const probe = await def.probe(cfg);
@@ -157,7 +202,7 @@ async function waitReady(cfg: StackConfig, def: ServerDef, pid: number): Promise
 }
 
 function failure(cfg: StackConfig, def: ServerDef, message: string): StackError {
-  const { logFile } = serverPaths(cfg, def.name);
+  const { logFile } = serverPaths(cfg, unitOf(def));
   return new StackError(message, `--- last lines of ${logFile} ---\n${tail(logFile)}`);
 }
 
@@ -206,22 +251,34 @@ export async function stackUp(opts: StackOptions = {}): Promise<StackUpResult> {
   const ctx: ServerContext = { cfg, log };
   // Neo4j first: it boots slowest, so its JVM should start while the others build.
   const START_ORDER: ServerName[] = ["neo4j", "kafka", "registry"];
-  const defs = START_ORDER.filter((n) => services.includes(n)).map((n) => SERVERS[n]);
+  const defs = START_ORDER.filter((n) => services.includes(n)).flatMap((n) => defsOf(cfg, n));
 
   return withUpLock(cfg, async () => {
     // Decide everything before building anything: a port clash should fail in
     // a second, not after a two-minute Maven run.
-    const running = new Map<ServerName, number>();
+    const running = new Map<string, number>();
+    if (services.includes("kafka")) {
+      // A single node and a cluster share ports: one must be stopped before the other starts.
+      const wanted = new Set(kafkaDefs(cfg).map(unitOf));
+      for (const other of knownKafkaDefs(cfg).filter((def) => !wanted.has(unitOf(def)))) {
+        const pid = await ownedPid(cfg, other);
+        if (pid !== undefined)
+          throw new StackError(
+            `${unitOf(other)} (pid ${pid}) is running, but STACK_KAFKA_BROKERS=${cfg.kafkaBrokers} asks for ` +
+              `${[...wanted].join(", ")}; run \`npm run stack:down\` first`,
+          );
+      }
+    }
     for (const def of defs) {
       const pid = await ownedPid(cfg, def);
       if (pid !== undefined) {
-        if (fingerprint(asLaunched(cfg, def.name), def) !== fingerprint(cfg, def)) {
+        if (fingerprint(asLaunched(cfg, unitOf(def)), def) !== fingerprint(cfg, def)) {
           throw new StackError(
             `${def.label} (pid ${pid}) is running with other ports or password than requested now; ` +
               "run `npm run stack:down` first to apply the new settings",
           );
         }
-        running.set(def.name, pid);
+        running.set(unitOf(def), pid);
         continue;
       }
       for (const { port, role, env } of def.ports(cfg)) {
@@ -240,27 +297,28 @@ export async function stackUp(opts: StackOptions = {}): Promise<StackUpResult> {
     const errors: StackError[] = [];
     const started: ServerName[] = [];
     for (const def of defs) {
-      const known = running.get(def.name);
+      const unit = unitOf(def);
+      const known = running.get(unit);
       if (known !== undefined) {
-        log(`${def.name}: already running (pid ${known})`);
+        log(`${unit}: already running (pid ${known})`);
         waits.push(waitReady(cfg, def, known));
         continue;
       }
       const t0 = Date.now();
       try {
-        const paths = serverPaths(cfg, def.name);
+        const paths = serverPaths(cfg, unit);
         fs.mkdirSync(paths.dir, { recursive: true });
         // One previous log is kept; appending forever would bury the tail we print on failure.
         if (fs.existsSync(paths.logFile)) fs.renameSync(paths.logFile, `${paths.logFile}.1`);
         await def.prepare(ctx);
         const spec = def.launch(ctx);
         const pid = spawnDetached({ ...spec, logFile: paths.logFile, pidFile: paths.pidFile });
-        recordLaunch(cfg, def.name);
-        started.push(def.name);
-        log(`${def.name}: started pid ${pid}, log ${paths.logFile}`);
+        recordLaunch(cfg, unit);
+        if (!started.includes(def.name)) started.push(def.name);
+        log(`${unit}: started pid ${pid}, log ${paths.logFile}`);
         waits.push(
           waitReady(cfg, def, pid).then(() =>
-            log(`${def.name}: ready in ${((Date.now() - t0) / 1000).toFixed(1)}s at ${def.endpoint(cfg)}`),
+            log(`${unit}: ready in ${((Date.now() - t0) / 1000).toFixed(1)}s at ${def.endpoint(cfg)}`),
           ),
         );
       } catch (err) {
@@ -292,26 +350,35 @@ export async function stackUp(opts: StackOptions = {}): Promise<StackUpResult> {
 
 export interface StopResult {
   name: ServerName;
+  /** The process: the server's name, or a Kafka node's ("kafka-2"). */
+  unit: string;
   pid: number | undefined;
   outcome: "stopped" | "killed" | "not running";
 }
 
-/** Stops every server of this STACK_HOME (whatever STACK_SERVICES says); data stays. */
-export async function stackDown(opts: StackOptions = {}): Promise<StopResult[]> {
+/**
+ * Stops every server of this STACK_HOME (whatever STACK_SERVICES says), every Kafka node of whatever
+ * layout; data stays. `units` narrows it to some processes, e.g. one node of a cluster (["kafka-2"]).
+ */
+export async function stackDown(opts: StackOptions & { units?: readonly string[] } = {}): Promise<StopResult[]> {
   const cfg = loadConfig(opts.env);
   const log = opts.log ?? (() => {});
   const names = opts.services ?? [...SERVER_NAMES];
+  const defs = names
+    .flatMap((name) => knownDefsOf(cfg, name))
+    .filter((def) => opts.units === undefined || opts.units.includes(unitOf(def)));
   return Promise.all(
-    names.map(async (name): Promise<StopResult> => {
-      const def = SERVERS[name];
+    defs.map(async (def): Promise<StopResult> => {
+      const { name } = def;
+      const unit = unitOf(def);
       const pid = await ownedPid(cfg, def);
-      if (pid === undefined) return { name, pid, outcome: "not running" };
-      log(`${name}: stopping pid ${pid}`);
+      if (pid === undefined) return { name, unit, pid, outcome: "not running" };
+      log(`${unit}: stopping pid ${pid}`);
       const r = await terminate(pid, def.stopGraceMs);
-      fs.rmSync(serverPaths(cfg, name).pidFile, { force: true });
+      fs.rmSync(serverPaths(cfg, unit).pidFile, { force: true });
       const outcome = r === "killed" ? "killed" : "stopped";
-      log(`${name}: ${outcome}`);
-      return { name, pid, outcome };
+      log(`${unit}: ${outcome}`);
+      return { name, unit, pid, outcome };
     }),
   );
 }
@@ -319,14 +386,24 @@ export async function stackDown(opts: StackOptions = {}): Promise<StopResult[]> 
 export async function stackStatus(opts: StackOptions = {}): Promise<StackStatus> {
   const cfg = loadConfig(opts.env);
   const names = opts.services ?? [...SERVER_NAMES];
+  // Every node of the configured layout, and any other node that is running.
+  const wanted = new Set(kafkaDefs(cfg).map(unitOf));
+  const defs: ServerDef[] = [];
+  for (const name of names) {
+    for (const def of knownDefsOf(cfg, name)) {
+      if (wanted.has(unitOf(def)) || def.name !== "kafka" || (await ownedPid(cfg, def)) !== undefined) defs.push(def);
+    }
+  }
   const servers = await Promise.all(
-    names.map(async (name): Promise<ServerStatus> => {
-      const def = SERVERS[name];
+    defs.map(async (def): Promise<ServerStatus> => {
+      const { name } = def;
+      const unit = unitOf(def);
       const pid = await ownedPid(cfg, def);
-      const actual = pid === undefined ? cfg : asLaunched(cfg, name);
+      const actual = pid === undefined ? cfg : asLaunched(cfg, unit);
       const probe = pid === undefined ? undefined : await def.probe(actual);
       return {
         name,
+        unit,
         label: def.label,
         pid,
         alive: pid !== undefined,
@@ -334,12 +411,15 @@ export async function stackStatus(opts: StackOptions = {}): Promise<StackStatus>
         reason: probe && !probe.ok ? probe.reason : undefined,
         endpoint: def.endpoint(actual),
         rssKiB: pid === undefined ? undefined : await rssKiB(pid),
-        logFile: serverPaths(cfg, name).logFile,
+        logFile: serverPaths(cfg, unit).logFile,
       };
     }),
   );
-  const running = (name: ServerName) => servers.find((x) => x.name === name)?.alive === true;
-  const actual = (name: ServerName) => (running(name) ? asLaunched(cfg, name) : cfg);
+  const runningUnit = (name: ServerName) => servers.find((x) => x.name === name && x.alive)?.unit;
+  const actual = (name: ServerName) => {
+    const unit = runningUnit(name);
+    return unit === undefined ? cfg : asLaunched(cfg, unit);
+  };
   const endpoints: StackEndpoints = {
     ...endpointsOf(cfg),
     kafkaBrokers: endpointsOf(actual("kafka")).kafkaBrokers,
@@ -350,13 +430,18 @@ export async function stackStatus(opts: StackOptions = {}): Promise<StackStatus>
   return { home: cfg.home, servers, endpoints };
 }
 
+/** The Kafka quorum of this stack (which node is the active controller); see kafkaQuorum. */
+export async function stackKafkaQuorum(opts: StackOptions = {}): Promise<KafkaQuorum> {
+  return kafkaQuorum(loadConfig(opts.env));
+}
+
 /** Stops everything and deletes server data and logs; fetched artifacts are kept. */
 export async function stackReset(opts: StackOptions = {}): Promise<void> {
   const cfg = loadConfig(opts.env);
   await stackDown({ ...opts, services: [...SERVER_NAMES] });
-  for (const name of SERVER_NAMES) {
-    const dir = serverPaths(cfg, name).dir;
-    opts.log?.(`${name}: deleting ${dir}`);
+  for (const unit of SERVER_NAMES.flatMap((name) => knownDefsOf(cfg, name)).map(unitOf)) {
+    const dir = serverPaths(cfg, unit).dir;
+    opts.log?.(`${unit}: deleting ${dir}`);
     fs.rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -23,7 +23,16 @@ const envSchema = z.object({
     // Neo4j 5 rejects initial passwords shorter than 8 characters.
     .min(8, "Neo4j requires at least 8 characters")
     .default("projector-local-pw"),
-  STACK_KAFKA_HEAP: heap.default("768m"),
+  // Unset: 768m for a single broker, 512m for each node of a cluster (three JVMs on a small machine).
+  STACK_KAFKA_HEAP: heap.optional(),
+  // 1: one KRaft node (broker+controller). 3: three nodes, each broker+controller, a quorum of three.
+  STACK_KAFKA_BROKERS: z.coerce
+    .number()
+    .int()
+    .refine((n) => n === 1 || n === 3, "expected 1 or 3")
+    .default(1),
+  // Node n of a cluster listens on STACK_KAFKA_PORT + (n-1)*step and STACK_KAFKA_CONTROLLER_PORT + (n-1)*step.
+  STACK_KAFKA_PORT_STEP: z.coerce.number().int().min(1).max(1000).default(2),
   STACK_REGISTRY_HEAP: heap.default("512m"),
   STACK_NEO4J_HEAP: heap.default("1g"),
   STACK_JAVA: z.string().min(1).optional(),
@@ -51,6 +60,11 @@ export interface StackConfig {
   home: string;
   kafkaPort: number;
   kafkaControllerPort: number;
+  /** Kafka nodes: 1, or 3 for a cluster (see kafkaNodes). */
+  kafkaBrokers: number;
+  kafkaPortStep: number;
+  /** Set on the config handed to one node's functions (stack/servers/kafka.ts). */
+  kafkaNode?: KafkaNode;
   neo4jBoltPort: number;
   registryPort: number;
   neo4jUser: "neo4j";
@@ -75,11 +89,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StackConfig {
   const ports: [string, number][] = [
     ["STACK_KAFKA_PORT", e.STACK_KAFKA_PORT],
     ["STACK_KAFKA_CONTROLLER_PORT", e.STACK_KAFKA_CONTROLLER_PORT],
+    // The other nodes of a cluster, derived with STACK_KAFKA_PORT_STEP.
+    ...Array.from({ length: e.STACK_KAFKA_BROKERS - 1 }, (_, i): [string, number][] => [
+      [`STACK_KAFKA_PORT + ${i + 1}*STACK_KAFKA_PORT_STEP`, e.STACK_KAFKA_PORT + (i + 1) * e.STACK_KAFKA_PORT_STEP],
+      [
+        `STACK_KAFKA_CONTROLLER_PORT + ${i + 1}*STACK_KAFKA_PORT_STEP`,
+        e.STACK_KAFKA_CONTROLLER_PORT + (i + 1) * e.STACK_KAFKA_PORT_STEP,
+      ],
+    ]).flat(),
     ["STACK_NEO4J_BOLT_PORT", e.STACK_NEO4J_BOLT_PORT],
     ["STACK_REGISTRY_PORT", e.STACK_REGISTRY_PORT],
   ];
   for (const [key, value] of ports) {
     const clash = ports.find(([k, v]) => k !== key && v === value);
+    if (value > 65535)
+      throw new StackConfigError(`invalid stack configuration:\n  ${key}: port ${value} is above 65535`);
     if (clash)
       throw new StackConfigError(`invalid stack configuration:\n  ${key}: port ${value} is also used by ${clash[0]}`);
   }
@@ -87,12 +111,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StackConfig {
     home: path.resolve(REPO_ROOT, e.STACK_HOME ?? ".stack"),
     kafkaPort: e.STACK_KAFKA_PORT,
     kafkaControllerPort: e.STACK_KAFKA_CONTROLLER_PORT,
+    kafkaBrokers: e.STACK_KAFKA_BROKERS,
+    kafkaPortStep: e.STACK_KAFKA_PORT_STEP,
     neo4jBoltPort: e.STACK_NEO4J_BOLT_PORT,
     registryPort: e.STACK_REGISTRY_PORT,
     neo4jUser: "neo4j",
     neo4jPassword: e.NEO4J_PASSWORD,
     heaps: {
-      kafka: e.STACK_KAFKA_HEAP,
+      kafka: e.STACK_KAFKA_HEAP ?? (e.STACK_KAFKA_BROKERS > 1 ? "512m" : "768m"),
       registry: e.STACK_REGISTRY_HEAP,
       neo4j: e.STACK_NEO4J_HEAP,
     },
@@ -100,4 +126,24 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StackConfig {
     mavenArgs: e.STACK_MAVEN_ARGS?.split(/\s+/).filter(Boolean) ?? [],
     services: e.STACK_SERVICES,
   };
+}
+
+/** One node of the local Kafka: its id, ports and the directory (and process marker) it runs under. */
+export interface KafkaNode {
+  readonly id: number;
+  /** "kafka" for the single node (its data stays where it always was), "kafka-N" in a cluster. */
+  readonly unit: string;
+  readonly port: number;
+  readonly controllerPort: number;
+}
+
+export function kafkaNodes(
+  cfg: Pick<StackConfig, "kafkaBrokers" | "kafkaPort" | "kafkaControllerPort" | "kafkaPortStep">,
+): KafkaNode[] {
+  return Array.from({ length: cfg.kafkaBrokers }, (_, i) => ({
+    id: i + 1,
+    unit: cfg.kafkaBrokers === 1 ? "kafka" : `kafka-${i + 1}`,
+    port: cfg.kafkaPort + i * cfg.kafkaPortStep,
+    controllerPort: cfg.kafkaControllerPort + i * cfg.kafkaPortStep,
+  }));
 }

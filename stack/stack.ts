@@ -20,6 +20,7 @@ import {
   stackStatus,
   stackUp,
 } from "./api.js";
+import { kafkaQuorum } from "./servers/kafka.js";
 import { verifyStack } from "./verify.js";
 
 export * from "./api.js";
@@ -39,6 +40,9 @@ commands:
 servers (127.0.0.1 only):
   kafka     Apache Kafka 4.1, one KRaft broker+controller   STACK_KAFKA_PORT (9092),
             auto topic creation off, 3 partitions by default STACK_KAFKA_CONTROLLER_PORT (9093)
+            STACK_KAFKA_BROKERS=3: three nodes, each broker+controller (a quorum of three),
+            node n on the ports above + (n-1)*STACK_KAFKA_PORT_STEP (2); topics replicated 3
+            times with min.insync.replicas=2 unless created otherwise
   registry  Apicurio Registry 2.6, Confluent API under      STACK_REGISTRY_PORT (8081)
             /apis/ccompat/v7; IN-MEMORY: every down/up starts with no schemas, which is
             fine because the projector registers its schemas when it starts
@@ -48,7 +52,7 @@ environment:
   STACK_HOME        data, logs and pid files (default: .stack at the repo root)
   STACK_SERVICES    comma list to start a subset, e.g. kafka,registry
   NEO4J_PASSWORD    password for user neo4j (default projector-local-pw)
-  STACK_KAFKA_HEAP (768m), STACK_REGISTRY_HEAP (512m), STACK_NEO4J_HEAP (1g)
+  STACK_KAFKA_HEAP (768m; 512m per node of a cluster), STACK_REGISTRY_HEAP (512m), STACK_NEO4J_HEAP (1g)
   STACK_JAVA        java executable (default: $JAVA_HOME/bin/java, else java)
   STACK_MAVEN_ARGS  extra Maven arguments, e.g. -o or -Dmaven.repo.local=DIR
 
@@ -93,7 +97,16 @@ async function main(argv: string[]): Promise<number> {
       for (const s of st.servers) {
         const state = s.answering ? "answering" : s.alive ? `alive, not answering (${s.reason})` : "stopped";
         process.stdout.write(
-          `${s.name.padEnd(9)} pid=${String(s.pid ?? "-").padEnd(8)} rss=${formatKiB(s.rssKiB).padEnd(9)} ${state}  ${s.endpoint}\n`,
+          `${s.unit.padEnd(9)} pid=${String(s.pid ?? "-").padEnd(8)} rss=${formatKiB(s.rssKiB).padEnd(9)} ${state}  ${s.endpoint}\n`,
+        );
+      }
+      const nodes = st.servers.filter((s) => s.name === "kafka");
+      if (nodes.length > 1 && nodes.some((s) => s.answering)) {
+        const quorum = await kafkaQuorum(cfg).catch((err: Error) => err);
+        process.stdout.write(
+          quorum instanceof Error
+            ? `kafka quorum: not described (${quorum.message.split("\n")[0]})\n`
+            : `kafka quorum: active controller node ${quorum.leaderId} (epoch ${quorum.leaderEpoch}), voters ${quorum.voters.map((v) => v.id).join(", ")}\n`,
         );
       }
       process.stdout.write(`\n${envLines(st.endpoints, cfg.services).join("\n")}\n`);

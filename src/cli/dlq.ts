@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import type { IHeaders } from "kafkajs";
-import { createKafka, createProducer } from "../adapters/kafka/client.js";
+import { createKafka, createProducer, sendBatchAtLeastOnce } from "../adapters/kafka/client.js";
 import { type ReadRecord, readTopicsToEnd } from "../adapters/kafka/read-topic.js";
 import { STREAMS } from "../model/schemas.js";
 import { HEADER } from "../pipeline/headers.js";
@@ -105,10 +105,13 @@ export function registerDlq(program: Command): void {
             // To the retry topic, never the source: on the compacted registry topic an old snapshot
             // would become its key's latest value, what a rebuild or reconciliation reads as the
             // registry. From the retry topic it is applied once, fenced like any late record.
-            await producer.send({
-              topic: names.retry[source],
-              acks: -1,
-              messages: [{ key: record.message.key, value: record.message.value, headers: redriveHeaders(record) }],
+            await sendBatchAtLeastOnce(producer, {
+              topicMessages: [
+                {
+                  topic: names.retry[source],
+                  messages: [{ key: record.message.key, value: record.message.value, headers: redriveHeaders(record) }],
+                },
+              ],
             });
           }
         } finally {

@@ -1,5 +1,5 @@
 import { type Command, Option } from "commander";
-import { ensureTopics, topicSpecs } from "../adapters/kafka/admin.js";
+import { ensureTopics, replicationFor, sourceReplication, topicSpecs } from "../adapters/kafka/admin.js";
 import { createKafka } from "../adapters/kafka/client.js";
 import { createDriver, migrate } from "../adapters/neo4j/graph-writer.js";
 import {
@@ -39,7 +39,10 @@ export function registerSetup(program: Command): void {
     .command("topics")
     .description("create the source, retry and dead-letter topics with their configs (idempotent)")
     .option("--partitions <n>", "partitions per topic (default TOPIC_PARTITIONS)")
-    .option("--replication-factor <n>", "replication factor (default TOPIC_REPLICATION_FACTOR)")
+    .option(
+      "--replication-factor <n>",
+      "replication factor (default TOPIC_REPLICATION_FACTOR, else the cluster's default.replication.factor and min.insync.replicas)",
+    )
     .option("--json", "print JSON")
     .action(
       action(async (options: { partitions?: string; replicationFactor?: string; json?: boolean }) => {
@@ -47,17 +50,29 @@ export function registerSetup(program: Command): void {
         const admin = createKafka(config.kafka, logger).admin();
         await admin.connect();
         try {
-          const specs = topicSpecs(topicNames(config.topics), {
-            partitions: Number(options.partitions ?? config.topics.partitions),
-            replicationFactor: Number(options.replicationFactor ?? config.topics.replicationFactor),
-          });
+          const names = topicNames(config.topics);
+          const requested = options.replicationFactor ?? config.topics.replicationFactor;
+          // Retry and dead-letter topics of a source topic that already exists follow its replication.
+          const sources = await sourceReplication(admin, names);
+          const specs = topicSpecs(
+            names,
+            {
+              partitions: Number(options.partitions ?? config.topics.partitions),
+              ...(await replicationFor(admin, requested === undefined ? undefined : Number(requested))),
+              retryMaxAgeMs: config.retry.maxAgeMs,
+            },
+            sources,
+          );
           const created = new Set(await ensureTopics(admin, specs));
+          const setting = (spec: (typeof specs)[number], name: string) =>
+            spec.configEntries?.find((e) => e.name === name)?.value;
           printRows(
             specs.map((spec) => ({
               topic: spec.topic,
               partitions: spec.numPartitions,
               replication: spec.replicationFactor,
-              cleanup: spec.configEntries?.find((e) => e.name === "cleanup.policy")?.value,
+              min_insync: Number(setting(spec, "min.insync.replicas")),
+              cleanup: setting(spec, "cleanup.policy"),
               status: created.has(spec.topic) ? "created" : "exists",
             })),
             { json: options.json === true },

@@ -15,6 +15,8 @@ export const HEADER = {
   errorClass: "agp-error-class",
   errorMessage: "agp-error-message",
   serviceVersion: "agp-service-version",
+  /** On a dead-lettered record sent without its value because it would not fit: the value's size. */
+  valueOmitted: "agp-value-omitted",
   /** Set by producers on a tombstone, which has no value to carry its tenant. */
   tenantId: "tenant_id",
   /** Set by producers on a tombstone: the registry version of the deletion. */

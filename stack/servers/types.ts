@@ -19,6 +19,11 @@ export interface LaunchSpec {
 
 export interface ServerDef {
   name: ServerName;
+  /**
+   * The process this def runs, when a server has several (the nodes of a Kafka cluster: "kafka-2"):
+   * its directory under STACK_HOME and its ownership marker. Defaults to name.
+   */
+  unit?: string;
   label: string;
   /** Every port the server binds, so a clash names the port and its role. */
   ports(cfg: StackConfig): { port: number; role: string; env: string }[];
@@ -41,7 +46,10 @@ export interface ServerPaths {
   logFile: string;
 }
 
-export function serverPaths(cfg: StackConfig, name: ServerName): ServerPaths {
+/** The directory name and marker of a def's process. */
+export const unitOf = (def: Pick<ServerDef, "name" | "unit">): string => def.unit ?? def.name;
+
+export function serverPaths(cfg: StackConfig, name: ServerName | string): ServerPaths {
   const dir = path.join(cfg.home, name);
   return {
     dir,
@@ -58,7 +66,7 @@ export const cacheDir = (cfg: StackConfig) => path.join(cfg.home, "cache");
  * Put on every JVM we start. The pid file alone cannot prove a process is ours
  * (pids get reused); this argument in its command line can.
  */
-export const ownerMarker = (cfg: StackConfig, name: ServerName) => `-Dagentgraph.stack=${name}:${cfg.home}`;
+export const ownerMarker = (cfg: StackConfig, name: ServerName | string) => `-Dagentgraph.stack=${name}:${cfg.home}`;
 
 export function javaOpts(heap: string): string[] {
   return [`-Xmx${heap}`, "-XX:+UseG1GC", "-Djava.awt.headless=true", "-Dfile.encoding=UTF-8"];

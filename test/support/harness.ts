@@ -3,8 +3,8 @@ import { SchemaRegistry } from "@kafkajs/confluent-schema-registry";
 import { type Admin, Kafka, logLevel } from "kafkajs";
 import neo4j, { type Driver } from "neo4j-driver";
 import { inject } from "vitest";
-import { ensureTopics, fetchLag, topicSpecs } from "../../src/adapters/kafka/admin.js";
-import { createProducer } from "../../src/adapters/kafka/client.js";
+import { ensureTopics, fetchLag, replicationFor, topicSpecs } from "../../src/adapters/kafka/admin.js";
+import { createProducer, sendBatchAtLeastOnce } from "../../src/adapters/kafka/client.js";
 import { publishEvents, streamOf, toMessage } from "../../src/adapters/kafka/event-publisher.js";
 import { readTopicsToEnd } from "../../src/adapters/kafka/read-topic.js";
 import { dumpGraph } from "../../src/adapters/neo4j/dump.js";
@@ -97,7 +97,11 @@ export class Harness {
     await harness.producer.connect();
     await ensureTopics(
       harness.admin,
-      topicSpecs(harness.names, { partitions: harness.config.topics.partitions, replicationFactor: 1 }),
+      // The cluster's default replication (one copy on the local single broker, three on a cluster).
+      topicSpecs(harness.names, {
+        partitions: harness.config.topics.partitions,
+        ...(await replicationFor(harness.admin, harness.config.topics.replicationFactor)),
+      }),
     );
     if (options.registerSchemas !== false)
       harness.schemaIds = await registerSchemas(harness.config.registry, harness.names.source);
@@ -159,7 +163,7 @@ export class Harness {
     topic: string,
     messages: { key: string | null; value: Buffer | null; headers?: Record<string, string>; partition?: number }[],
   ): Promise<void> {
-    await this.producer.send({ topic, acks: -1, messages });
+    await sendBatchAtLeastOnce(this.producer, { topicMessages: [{ topic, messages }] });
   }
 
   /** An event as a producer would frame it, with the schema ids this harness registered. */

@@ -1,52 +1,175 @@
-import type { Admin, ITopicConfig } from "kafkajs";
+import kafkajs, { type Admin, type ITopicConfig } from "kafkajs";
 import { STREAMS } from "../../model/schemas.js";
+import type { Stream } from "../../ports.js";
 import type { TopicNames } from "../../topics.js";
+
+/** How many copies of a topic the cluster keeps, and how many must be in sync for an acks=all write. */
+export interface Replication {
+  readonly replicationFactor: number;
+  readonly minInsyncReplicas: number;
+}
 
 export interface TopicLayout {
   readonly partitions: number;
   readonly replicationFactor: number;
+  /** Default: 2, or 1 for a single copy. */
+  readonly minInsyncReplicas?: number;
+  /** RETRY_MAX_AGE_MS (default one hour): the retry topics keep records longer (retryRetentionMs). */
+  readonly retryMaxAgeMs?: number;
 }
+
+const DAY_MS = 86_400_000;
+// kafkajs is CommonJS and Node's ESM loader does not see this export by name.
+const { ConfigResourceTypes } = kafkajs;
+
+/**
+ * A retry record waits in its topic until its not-before time, at most the whole deferral window, and
+ * then until a projector fetches it: retention covers the window plus a week of projector downtime.
+ */
+export const retryRetentionMs = (retryMaxAgeMs: number): number => retryMaxAgeMs + 7 * DAY_MS;
 
 /**
  * Every topic the service needs, with its configuration: the registry topic is compacted (its latest
  * snapshot per agent is the registry); retry and dead-letter topics keep records for weeks, long
- * enough to inspect and re-drive.
+ * enough to inspect and re-drive. Retry and dead-letter topics take the replication of their source
+ * topic when `sources` names it (they hold records the source offsets were committed past, so they
+ * must be as durable), else the layout's.
  */
-export function topicSpecs(names: TopicNames, layout: TopicLayout): ITopicConfig[] {
-  const base = { numPartitions: layout.partitions, replicationFactor: layout.replicationFactor };
-  const minIsr = String(Math.min(2, layout.replicationFactor));
+export function topicSpecs(
+  names: TopicNames,
+  layout: TopicLayout,
+  sources: Partial<Readonly<Record<Stream, Replication>>> = {},
+): ITopicConfig[] {
+  const replicated = (replication: { replicationFactor: number; minInsyncReplicas?: number }) => ({
+    numPartitions: layout.partitions,
+    replicationFactor: replication.replicationFactor,
+    minIsr: {
+      name: "min.insync.replicas",
+      value: String(Math.min(replication.minInsyncReplicas ?? 2, replication.replicationFactor)),
+    },
+  });
   const specs: ITopicConfig[] = [];
   for (const stream of STREAMS) {
     const compacted = stream === "registry-mutation";
+    const source = replicated(layout);
+    const derived = replicated(sources[stream] ?? layout);
     specs.push({
       topic: names.source[stream],
-      ...base,
+      numPartitions: source.numPartitions,
+      replicationFactor: source.replicationFactor,
       configEntries: [
         { name: "cleanup.policy", value: compacted ? "compact" : "delete" },
-        { name: "min.insync.replicas", value: minIsr },
+        source.minIsr,
         ...(compacted ? [{ name: "min.compaction.lag.ms", value: "3600000" }] : []),
       ],
     });
     specs.push({
       topic: names.retry[stream],
-      ...base,
+      numPartitions: derived.numPartitions,
+      replicationFactor: derived.replicationFactor,
       configEntries: [
         { name: "cleanup.policy", value: "delete" },
-        { name: "retention.ms", value: String(7 * 86_400_000) },
-        { name: "min.insync.replicas", value: minIsr },
+        { name: "retention.ms", value: String(retryRetentionMs(layout.retryMaxAgeMs ?? 3_600_000)) },
+        derived.minIsr,
       ],
     });
     specs.push({
       topic: names.deadLetter[stream],
-      ...base,
+      numPartitions: derived.numPartitions,
+      replicationFactor: derived.replicationFactor,
       configEntries: [
         { name: "cleanup.policy", value: "delete" },
-        { name: "retention.ms", value: String(28 * 86_400_000) },
-        { name: "min.insync.replicas", value: minIsr },
+        { name: "retention.ms", value: String(28 * DAY_MS) },
+        derived.minIsr,
       ],
     });
   }
   return specs;
+}
+
+/**
+ * The replication for topics we create: an explicit factor (TOPIC_REPLICATION_FACTOR, --replication-factor)
+ * with min.insync.replicas 2 (1 for a single copy); without one, what the cluster gives a topic created
+ * without settings — its default.replication.factor and min.insync.replicas — so that the same command
+ * creates single-copy topics on a development broker and replicated ones on a cluster.
+ */
+export async function replicationFor(admin: Admin, replicationFactor: number | undefined): Promise<Replication> {
+  if (replicationFactor !== undefined) return { replicationFactor, minInsyncReplicas: Math.min(2, replicationFactor) };
+  const { brokers } = await admin.describeCluster();
+  const broker = brokers[0];
+  if (!broker) throw new Error("the cluster lists no broker");
+  const { resources } = await admin.describeConfigs({
+    includeSynonyms: false,
+    resources: [
+      {
+        type: ConfigResourceTypes.BROKER,
+        name: String(broker.nodeId),
+        configNames: ["default.replication.factor", "min.insync.replicas"],
+      },
+    ],
+  });
+  const value = (name: string) => Number(resources[0]?.configEntries.find((e) => e.configName === name)?.configValue);
+  const factor = value("default.replication.factor");
+  const minIsr = value("min.insync.replicas");
+  return {
+    replicationFactor: Number.isInteger(factor) && factor > 0 ? factor : 1,
+    minInsyncReplicas: Number.isInteger(minIsr) && minIsr > 0 ? minIsr : 1,
+  };
+}
+
+/** Replication factor and effective min.insync.replicas of existing topics. */
+export async function topicReplication(admin: Admin, topics: readonly string[]): Promise<Map<string, Replication>> {
+  const { topics: metadata } = await admin.fetchTopicMetadata({ topics: [...topics] });
+  const minIsr = await topicConfigNumbers(admin, topics, "min.insync.replicas");
+  const out = new Map<string, Replication>();
+  for (const topic of metadata) {
+    const replicationFactor = Math.max(1, ...topic.partitions.map((p) => p.replicas.length));
+    out.set(topic.name, { replicationFactor, minInsyncReplicas: minIsr.get(topic.name) ?? 1 });
+  }
+  return out;
+}
+
+/**
+ * The replication of each stream's source topic, for topicSpecs' `sources`: of the streams named in
+ * `streams` (sources known to exist), else of those the broker lists. A broker that has just come back
+ * may not list a topic created a moment ago, so the service, which has checked its sources, names them.
+ */
+export async function sourceReplication(
+  admin: Admin,
+  names: TopicNames,
+  streams?: readonly Stream[],
+): Promise<Partial<Record<Stream, Replication>>> {
+  const existing = streams ? undefined : new Set(await admin.listTopics());
+  const present = streams ?? STREAMS.filter((stream) => existing?.has(names.source[stream]));
+  if (present.length === 0) return {};
+  const replication = await topicReplication(
+    admin,
+    present.map((stream) => names.source[stream]),
+  );
+  return Object.fromEntries(
+    present.flatMap((stream) => {
+      const found = replication.get(names.source[stream]);
+      return found ? [[stream, found]] : [];
+    }),
+  );
+}
+
+/** One numeric config of existing topics, as the broker applies it (the topic's own or the default). */
+export async function topicConfigNumbers(
+  admin: Admin,
+  topics: readonly string[],
+  configName: string,
+): Promise<Map<string, number>> {
+  const { resources } = await admin.describeConfigs({
+    includeSynonyms: false,
+    resources: topics.map((name) => ({ type: ConfigResourceTypes.TOPIC, name, configNames: [configName] })),
+  });
+  const out = new Map<string, number>();
+  for (const resource of resources) {
+    const value = Number(resource.configEntries.find((e) => e.configName === configName)?.configValue);
+    if (Number.isFinite(value)) out.set(resource.resourceName, value);
+  }
+  return out;
 }
 
 /** Creates the missing topics; existing ones are left as they are. Returns the names it created. */

@@ -1,5 +1,15 @@
-import { Kafka, type KafkaConfig, logLevel, Partitioners, type Producer, type SASLOptions } from "kafkajs";
+import {
+  Kafka,
+  type KafkaConfig,
+  logLevel,
+  Partitioners,
+  type Producer,
+  type ProducerBatch,
+  type RecordMetadata,
+  type SASLOptions,
+} from "kafkajs";
 import type { Config } from "../../config.js";
+import { classify } from "../../errors.js";
 import type { Logger } from "../../ports.js";
 
 /** One kafkajs client for the whole process, with its logs routed into ours. */
@@ -31,8 +41,39 @@ export function createKafka(config: Config["kafka"], logger: Logger): Kafka {
 
 /**
  * Every producer of the project: the Java client's murmur2 partitioner, so a key lands on the same
- * partition whichever client wrote it, and no topic is ever created by a write.
+ * partition whichever client wrote it, and no topic is ever created by a write. Its own send retries
+ * are off: a batch is retried whole by sendBatchAtLeastOnce (why there).
  */
 export function createProducer(kafka: Kafka): Producer {
-  return kafka.producer({ allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner });
+  return kafka.producer({
+    allowAutoTopicCreation: false,
+    createPartitioner: Partitioners.DefaultPartitioner,
+    retry: { retries: 0 },
+  });
+}
+
+/**
+ * Sends a batch with acks from all in-sync replicas and resolves only once every record of it was
+ * acknowledged. kafkajs 2.2.4's own retry of a sendBatch can resolve without having written some
+ * records: it remembers answers per broker, so when one leader fails and its partitions move to a
+ * broker that already answered for other partitions of the same call, the retry skips that broker
+ * and the moved partitions are never sent (seen on a three-broker cluster when a leader was killed:
+ * deferred records vanished). Here a failed send is sent again whole, with fresh metadata: some
+ * records may be written twice, which the projector absorbs, and none is silently dropped. Gives up
+ * after `budgetMs`, or at once on an error that cannot pass (a record too large, no authorization).
+ */
+export async function sendBatchAtLeastOnce(
+  producer: Producer,
+  batch: Omit<ProducerBatch, "acks">,
+  budgetMs = 30_000,
+): Promise<RecordMetadata[]> {
+  const deadline = Date.now() + budgetMs;
+  for (let delay = 250; ; delay = Math.min(delay * 2, 4_000)) {
+    try {
+      return await producer.sendBatch({ ...batch, acks: -1 });
+    } catch (error) {
+      if (classify(error) === "fatal" || Date.now() + delay > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
+  }
 }

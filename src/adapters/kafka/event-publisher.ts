@@ -5,6 +5,7 @@ import { registryKey } from "../../model/registry-key.js";
 import { HEADER } from "../../pipeline/headers.js";
 import type { Stream } from "../../ports.js";
 import type { TopicNames } from "../../topics.js";
+import { sendBatchAtLeastOnce } from "./client.js";
 
 export function streamOf(event: ProjectorEvent): Stream {
   switch (event.kind) {
@@ -70,8 +71,7 @@ export async function publishEvents(
       messages.push(await toMessage(registry, schemaIds, event));
       byTopic.set(topic, messages);
     }
-    await producer.sendBatch({
-      acks: -1,
+    await sendBatchAtLeastOnce(producer, {
       topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
     });
     onProgress(Math.min(start + chunkSize, events.length));

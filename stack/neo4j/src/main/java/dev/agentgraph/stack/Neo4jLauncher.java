@@ -46,6 +46,9 @@ public final class Neo4jLauncher {
         new DatabaseManagementServiceBuilder(Path.of(home).toAbsolutePath())
             .setConfig(BoltConnector.enabled, true)
             .setConfig(BoltConnector.listen_address, bolt)
+            // What the routing table names (neo4j:// URIs): without it, localhost:7687, whatever
+            // listens there.
+            .setConfig(BoltConnector.advertised_address, bolt)
             .setConfig(BoltConnector.encryption_level, BoltConnector.EncryptionLevel.DISABLED)
             // The embedded API bypasses auth; this only affects Bolt clients.
             .setConfig(GraphDatabaseSettings.auth_enabled, true)

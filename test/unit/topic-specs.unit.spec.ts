@@ -1,0 +1,130 @@
+import type { Producer } from "kafkajs";
+import { describe, expect, it } from "vitest";
+import { retryRetentionMs, topicSpecs } from "../../src/adapters/kafka/admin.js";
+import {
+  chunksUnder,
+  createRecordSink,
+  MAX_ERROR_MESSAGE_BYTES,
+  messageSize,
+  truncateUtf8,
+} from "../../src/adapters/kafka/record-sink.js";
+import { loadConfig } from "../../src/config.js";
+import { HEADER } from "../../src/pipeline/headers.js";
+import type { SinkItem } from "../../src/ports.js";
+import { topicNames } from "../../src/topics.js";
+
+const names = topicNames(loadConfig({}).topics);
+const setting = (spec: ReturnType<typeof topicSpecs>[number], name: string) =>
+  spec.configEntries?.find((entry) => entry.name === name)?.value;
+
+describe("topicSpecs", () => {
+  it("TOPIC_REPLICATION_FACTOR is unset by default (the cluster decides) and validated when set", () => {
+    expect(loadConfig({}).topics.replicationFactor).toBeUndefined();
+    expect(loadConfig({ TOPIC_REPLICATION_FACTOR: "3" }).topics.replicationFactor).toBe(3);
+    expect(() => loadConfig({ TOPIC_REPLICATION_FACTOR: "0" })).toThrow(/TOPIC_REPLICATION_FACTOR/);
+  });
+
+  it("retry and dead-letter topics take their source topic's replication, others the layout's", () => {
+    const specs = topicSpecs(
+      names,
+      { partitions: 6, replicationFactor: 3, minInsyncReplicas: 2 },
+      { "outcome-created": { replicationFactor: 5, minInsyncReplicas: 3 } },
+    );
+    const of = (topic: string) => specs.find((spec) => spec.topic === topic) as (typeof specs)[number];
+    for (const topic of [names.retry["outcome-created"], names.deadLetter["outcome-created"]]) {
+      expect(of(topic).replicationFactor).toBe(5);
+      expect(setting(of(topic), "min.insync.replicas")).toBe("3");
+    }
+    for (const topic of [names.source["outcome-created"], names.retry["escalation-edge"]]) {
+      expect(of(topic).replicationFactor).toBe(3);
+      expect(setting(of(topic), "min.insync.replicas")).toBe("2");
+    }
+  });
+
+  it("never asks for more in-sync replicas than copies", () => {
+    for (const spec of topicSpecs(names, { partitions: 1, replicationFactor: 1, minInsyncReplicas: 2 }))
+      expect(setting(spec, "min.insync.replicas")).toBe("1");
+  });
+
+  it("retry topics keep records for the whole deferral window plus a week", () => {
+    for (const maxAge of [1000, 3_600_000, 30 * 86_400_000]) {
+      const retry = topicSpecs(names, { partitions: 1, replicationFactor: 1, retryMaxAgeMs: maxAge }).filter((spec) =>
+        Object.values(names.retry).includes(spec.topic),
+      );
+      expect(retry).toHaveLength(3);
+      for (const spec of retry) expect(Number(setting(spec, "retention.ms"))).toBe(retryRetentionMs(maxAge));
+      expect(retryRetentionMs(maxAge)).toBe(maxAge + 7 * 86_400_000);
+    }
+  });
+});
+
+describe("record sink limits", () => {
+  it("truncateUtf8 cuts to whole characters within the byte limit", () => {
+    expect(truncateUtf8("abc", 10)).toBe("abc");
+    const text = "é".repeat(3000); // 6000 bytes
+    const cut = truncateUtf8(text, 4001);
+    expect(Buffer.byteLength(cut)).toBeLessThanOrEqual(4001);
+    expect(cut).toBe("é".repeat(2000));
+    expect(truncateUtf8("😀😀", 5)).toBe("😀");
+  });
+
+  it("chunksUnder keeps order and each chunk within the budget", () => {
+    const items = [5, 5, 5, 12, 1, 1].map((size, i) => ({ size, i }));
+    const chunks = chunksUnder(items, 10);
+    expect(chunks.map((chunk) => chunk.map((item) => item.i))).toEqual([[0, 1], [2], [3], [4, 5]]);
+  });
+
+  const record = (value: Buffer, offset: number) => ({
+    topic: names.source["outcome-created"],
+    partition: 0,
+    offset: String(offset),
+    timestamp: "0",
+    key: Buffer.from("k"),
+    value,
+    headers: {},
+  });
+  const deadLetter = (value: Buffer, offset: number, message = "bad"): SinkItem => ({
+    kind: "dead-letter",
+    record: record(value, offset),
+    stream: "outcome-created",
+    fate: { kind: "dead-lettered", reason: "invalid-field", message },
+  });
+
+  function recordingProducer() {
+    const sends: { topic: string; messages: { key: Buffer | null; value: Buffer | null; headers: object }[] }[][] = [];
+    const producer = {
+      async sendBatch({ topicMessages }: { topicMessages: (typeof sends)[number] }) {
+        sends.push(topicMessages);
+        return [];
+      },
+    } as unknown as Producer;
+    return { producer, sends };
+  }
+
+  it("splits a send into requests under the topics' max.message.bytes, in order", async () => {
+    const { producer, sends } = recordingProducer();
+    const sink = createRecordSink(producer, names, "test", () => {}, 100_000);
+    await sink.send(Array.from({ length: 50 }, (_, i) => deadLetter(Buffer.alloc(10_000, 1), i)));
+    expect(sends.length).toBeGreaterThan(5);
+    const offsets: string[] = [];
+    for (const request of sends) {
+      const messages = request.flatMap((t) => t.messages);
+      const size = messages.reduce((sum, m) => sum + messageSize(m as Parameters<typeof messageSize>[0]), 0);
+      expect(size).toBeLessThanOrEqual(100_000);
+      for (const m of messages) offsets.push(String((m.headers as Record<string, string>)[HEADER.sourceOffset] ?? ""));
+    }
+    expect(offsets).toEqual(Array.from({ length: 50 }, (_, i) => String(i)));
+  });
+
+  it("bounds the error text and omits a value that cannot fit, saying so", async () => {
+    const { producer, sends } = recordingProducer();
+    const sink = createRecordSink(producer, names, "test", () => {}, 100_000);
+    await sink.send([deadLetter(Buffer.alloc(99_990, 1), 7, "x".repeat(40_000))]);
+    const [message] = sends.flatMap((request) => request.flatMap((t) => t.messages));
+    const headers = message?.headers as Record<string, string>;
+    expect(Buffer.byteLength(headers[HEADER.errorMessage] ?? "")).toBe(MAX_ERROR_MESSAGE_BYTES);
+    expect(message?.value).toBeNull();
+    expect(headers[HEADER.valueOmitted]).toBe("99990");
+    expect(message?.key?.toString()).toBe("k");
+  });
+});
