@@ -40,7 +40,7 @@ export async function startService(
   logger: AppLogger,
   clock: Clock = systemClock,
 ): Promise<RunningService> {
-  const metrics = createPrometheusMetrics();
+  const metrics = createPrometheusMetrics({ version: SERVICE_VERSION });
   const names = topicNames(config.topics);
   const databases = new Map(config.tenants.map((route) => [route.tenantId, route.database]));
 
@@ -165,12 +165,14 @@ export async function startService(
         if (!(owned.get(topic) ?? []).includes(partition)) continue;
         metrics.setLag(topic, partition, lag);
         seen.add(`${topic}\u0000${partition}`);
-        if (lag === 0 && roleOfTopic(names, topic)?.role === "retry") metrics.setOldestDeferredAge(topic, 0);
+        if (lag === 0 && roleOfTopic(names, topic)?.role === "retry")
+          metrics.setOldestDeferred(topic, partition, undefined);
       }
       for (const key of reported) {
         if (seen.has(key)) continue;
         const [topic, partition] = key.split("\u0000");
         metrics.dropLag(topic as string, Number(partition));
+        metrics.setOldestDeferred(topic as string, Number(partition), undefined);
       }
       reported.clear();
       for (const key of seen) reported.add(key);
@@ -200,7 +202,7 @@ export async function startService(
               });
               const counts = new Map<string, number>();
               for (const item of result.drift) counts.set(item.kind, (counts.get(item.kind) ?? 0) + 1);
-              for (const kind of DRIFT_KINDS) metrics.setDrift(kind, counts.get(kind) ?? 0);
+              for (const kind of DRIFT_KINDS) metrics.setDrift(route.tenantId, kind, counts.get(kind) ?? 0);
               logger.info(
                 { tenant: route.tenantId, agents: result.agents, drift: result.drift.length },
                 "reconciliation done",

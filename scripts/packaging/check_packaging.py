@@ -203,13 +203,14 @@ def check_dashboard(repo: Path) -> None:
         ok(f"dashboard: {exprs} expressions, all on ${{DS_PROMETHEUS}} and on metrics the service exports")
     wanted = ["agp_consumer_lag", "agp_records_consumed_total", "agp_writes_total", "agp_oldest_deferred_age_seconds",
               "agp_batch_duration_seconds_bucket", "agp_transaction_retries_total", "agp_rebalances_total",
-              "agp_neo4j_updates_total", 'result=~"deferred|dead-lettered"']
+              "agp_neo4j_updates_total", 'result=~"deferred|dead-lettered"', "agp_freshness_seconds_bucket",
+              "agp_partition_paused", "agp_partition_consecutive_failures", "agp_build_info", "$__rate_interval"]
     all_exprs = "\n".join(t["expr"] for p in dashboard["panels"] for t in p.get("targets", []))
     missing = [w for w in wanted if w not in all_exprs]
     if missing:
         fail(f"dashboard lacks panels for {missing}")
     else:
-        ok("dashboard covers lag, throughput, writes, deferred/dead-lettered, batch latency, retries, rebalances, Neo4j updates")
+        ok("dashboard covers lag, freshness, throughput, writes, paused partitions, failures, deferred/dead-lettered, batch latency, retries, rebalances, Neo4j updates, build info")
 
 
 def main() -> None:
