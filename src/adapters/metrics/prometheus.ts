@@ -22,6 +22,8 @@ export interface PrometheusMetrics extends Metrics {
   /** Infrastructure failures in a row on the partition; 0 after a batch succeeds. */
   setConsecutiveFailures(topic: string, partition: number, count: number): void;
   setDrift(tenant: string, kind: string, count: number): void;
+  /** The last readiness check's answer (see /readyz). */
+  setReady(ready: boolean): void;
   recordDeadLetterPublished(topic: string): void;
 }
 
@@ -36,7 +38,7 @@ const FRESHNESS_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300
  * metrics carry the `agp_` prefix.
  */
 export function createPrometheusMetrics(
-  build: { version: string; nodeVersion?: string } = { version: "unknown" },
+  build: { version: string; nodeVersion?: string; retryMaxAgeMs?: number } = { version: "unknown" },
   now: () => number = Date.now,
 ): PrometheusMetrics {
   const registry = new Registry();
@@ -152,6 +154,18 @@ export function createPrometheusMetrics(
     labelNames: ["version", "node_version"],
     registers: [registry],
   }).set({ version: build.version, node_version: build.nodeVersion ?? process.version }, 1);
+  const ready = new Gauge({
+    name: p("ready"),
+    help: "1 when the last readiness check passed (group joined, Neo4j and the registry answering), else 0.",
+    registers: [registry],
+  });
+  ready.set(0);
+  if (build.retryMaxAgeMs !== undefined)
+    new Gauge({
+      name: p("retry_max_age_seconds"),
+      help: "RETRY_MAX_AGE_MS in seconds: how long a deferred record may wait before it is dead-lettered.",
+      registers: [registry],
+    }).set(build.retryMaxAgeMs / 1000);
   const dlqPublished = new Counter({
     name: p("dead_letter_published_total"),
     help: "Records written to a dead-letter topic.",
@@ -212,6 +226,7 @@ export function createPrometheusMetrics(
     setConsecutiveFailures: (topic, partition, count) =>
       consecutiveFailures.set({ topic, partition: String(partition) }, count),
     setDrift: (tenant, kind, count) => drift.set({ tenant, kind }, count),
+    setReady: (ok) => ready.set(ok ? 1 : 0),
     recordDeadLetterPublished: (topic) => dlqPublished.inc({ topic }),
   };
 }
