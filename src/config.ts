@@ -72,7 +72,7 @@ const envSchema = z.object({
   TOPIC_REPLICATION_FACTOR: int(1, 1, 10),
   REGISTER_SCHEMAS: bool(true),
   METRICS_PORT: int(9464, 0, 65535),
-  METRICS_HOST: z.string().min(1).default("0.0.0.0"),
+  METRICS_HOST: z.string().min(1).default("127.0.0.1"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   BATCH_MAX_RECORDS: int(5000, 1, 100_000),
   PARTITIONS_CONSUMED_CONCURRENTLY: int(6, 1, 256),

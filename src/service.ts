@@ -30,6 +30,17 @@ export interface RunningService {
 
 /** Liveness fails when the consumer has neither fetched nor applied anything for this long. */
 const WEDGED_AFTER_MS = 5 * 60_000;
+/** How often readiness is checked (Neo4j `RETURN 1`, the registry's `/subjects`), and each check's bound. */
+const READY_CHECK_MS = 5_000;
+const READY_CHECK_TIMEOUT_MS = 3_000;
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
 
 /**
  * The composition root: configuration in, a running projector out. Every adapter is created here and
@@ -40,7 +51,7 @@ export async function startService(
   logger: AppLogger,
   clock: Clock = systemClock,
 ): Promise<RunningService> {
-  const metrics = createPrometheusMetrics({ version: SERVICE_VERSION });
+  const metrics = createPrometheusMetrics({ version: SERVICE_VERSION, retryMaxAgeMs: config.retry.maxAgeMs });
   const names = topicNames(config.topics);
   const databases = new Map(config.tenants.map((route) => [route.tenantId, route.database]));
 
@@ -118,7 +129,36 @@ export async function startService(
   hold.onLifted((streams) => consumer.releaseHeld(streams));
   hold.useLocalLag(() => consumer.lagSeen());
 
-  let registryOk = { at: 0, ok: false };
+  // Readiness is checked on a timer, not per request: probes and scrapes never queue queries on Neo4j.
+  let readiness = { neo4j: false, registry: false };
+  let checking = false;
+  const checkReadiness = async () => {
+    if (checking) return;
+    checking = true;
+    try {
+      const [neo4jOk, registryOk] = await Promise.all([
+        withTimeout(graph.ping(), READY_CHECK_TIMEOUT_MS).then(
+          () => true,
+          () => false,
+        ),
+        fetch(`${config.registry.url.replace(/\/$/, "")}/subjects`, {
+          signal: AbortSignal.timeout(READY_CHECK_TIMEOUT_MS),
+          headers: config.registry.auth
+            ? {
+                authorization: `Basic ${Buffer.from(`${config.registry.auth.username}:${config.registry.auth.password}`).toString("base64")}`,
+              }
+            : {},
+        }).then(
+          (response) => response.ok,
+          () => false,
+        ),
+      ]);
+      readiness = { neo4j: neo4jOk, registry: registryOk };
+      metrics.setReady(consumer.isJoined() && neo4jOk && registryOk);
+    } finally {
+      checking = false;
+    }
+  };
   const server: Server = await startHttpServer(
     metrics.registry,
     {
@@ -128,25 +168,8 @@ export async function startService(
       },
       async ready() {
         const joined = consumer.isJoined();
-        const neo4jOk = await graph.ping().then(
-          () => true,
-          () => false,
-        );
-        if (clock.now() - registryOk.at > 5_000) {
-          const ok = await fetch(`${config.registry.url.replace(/\/$/, "")}/subjects`, {
-            signal: AbortSignal.timeout(2_000),
-            headers: config.registry.auth
-              ? {
-                  authorization: `Basic ${Buffer.from(`${config.registry.auth.username}:${config.registry.auth.password}`).toString("base64")}`,
-                }
-              : {},
-          }).then(
-            (response) => response.ok,
-            () => false,
-          );
-          registryOk = { at: clock.now(), ok };
-        }
-        return { ok: joined && neo4jOk && registryOk.ok, detail: { joined, neo4j: neo4jOk, registry: registryOk.ok } };
+        const { neo4j, registry } = readiness;
+        return { ok: joined && neo4j && registry, detail: { joined, neo4j, registry } };
       },
     },
     config.metrics.host,
@@ -214,6 +237,9 @@ export async function startService(
         }, config.reconcileIntervalMs)
       : undefined;
 
+  await checkReadiness();
+  const readinessTimer = setInterval(checkReadiness, READY_CHECK_MS);
+
   await hold.start();
   await consumer.start();
   logger.info(
@@ -237,6 +263,7 @@ export async function startService(
     stopping ??= (async () => {
       logger.info({ reason }, "stopping: no new fetches, committing what was applied, leaving the group");
       clearInterval(lagTimer);
+      clearInterval(readinessTimer);
       hold.stop();
       if (reconcileTimer) clearInterval(reconcileTimer);
       await consumer.stop().catch((error) => logger.warn({ error: errorMessage(error) }, "consumer stop failed"));

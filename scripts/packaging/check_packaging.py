@@ -117,6 +117,21 @@ def check_compose(repo: Path, keys: set[str]) -> None:
         if not (repo / source).exists():
             fail(f"prometheus mounts {source}, which does not exist")
     ok("bind-mounted files of prometheus and grafana exist")
+    before = len(failures)
+    for name, svc in services.items():
+        for port in svc.get("ports", []):
+            if not str(port).startswith("127.0.0.1:"):
+                fail(f"compose service {name} publishes {port} on every interface; publish on 127.0.0.1 only")
+    prom_args = " ".join(services.get("prometheus", {}).get("command", []))
+    if "--web.enable-lifecycle" in prom_args or "--web.enable-admin-api" in prom_args:
+        fail("compose Prometheus enables the lifecycle or admin API")
+    graf_env = services.get("grafana", {}).get("environment", {})
+    if str(graf_env.get("GF_AUTH_ANONYMOUS_ENABLED", "false")).lower() != "false" or graf_env.get(
+        "GF_SECURITY_ADMIN_PASSWORD"
+    ) in ("admin", None):
+        fail("compose Grafana allows anonymous access or keeps the default admin password")
+    if len(failures) == before:
+        ok("compose publishes ports on 127.0.0.1 only; no Prometheus lifecycle API, no anonymous or default Grafana admin")
 
 
 def split(manifests: Path, core_out: Path, crds_out: Path) -> None:

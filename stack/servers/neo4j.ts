@@ -89,9 +89,10 @@ export const neo4j: ServerDef = {
         p.data,
         "--bolt-address",
         `${HOST}:${cfg.neo4jBoltPort}`,
-        "--password",
-        cfg.neo4jPassword,
       ],
+      // The password goes through the environment, readable only by its owner, never on the command
+      // line where every user's `ps` shows it.
+      env: { ...process.env, NEO4J_PASSWORD: cfg.neo4jPassword },
       cwd: p.dir,
     };
   },

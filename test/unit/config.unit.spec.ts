@@ -13,6 +13,7 @@ describe("loadConfig", () => {
       escalationEdge: "escalation-edge",
     });
     expect(config.metrics.port).toBe(9464);
+    expect(config.metrics.host).toBe("127.0.0.1");
     expect(config.tenants).toEqual([{ tenantId: "default", database: "neo4j" }]);
     expect(config.terminalAgentIds).toEqual(["os-agt-001", "os-agt-004"]);
     expect(Object.isFrozen(config.kafka)).toBe(true);

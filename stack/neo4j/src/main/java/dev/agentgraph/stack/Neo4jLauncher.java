@@ -22,7 +22,8 @@ import org.neo4j.io.ByteUnit;
 /**
  * Runs a Neo4j Community DBMS in this JVM with Bolt and authentication enabled, until SIGTERM/SIGINT.
  *
- * <p>Usage: {@code --home DIR --bolt-address HOST:PORT --password PW}
+ * <p>Usage: {@code --home DIR --bolt-address HOST:PORT}, the password in the environment variable
+ * {@code NEO4J_PASSWORD} (so that it does not show in the process list); {@code --password PW} also works.
  * (env fallbacks: NEO4J_HOME_DIR, NEO4J_BOLT_ADDRESS, NEO4J_PASSWORD).
  */
 public final class Neo4jLauncher {
@@ -34,7 +35,7 @@ public final class Neo4jLauncher {
     String boltAddress = option(opts, "--bolt-address", "NEO4J_BOLT_ADDRESS", "127.0.0.1:7687");
     String password = option(opts, "--password", "NEO4J_PASSWORD", null);
     if (home == null || password == null) {
-      fail("usage: Neo4jLauncher --home DIR [--bolt-address HOST:PORT] --password PW");
+      fail("usage: NEO4J_PASSWORD=PW Neo4jLauncher --home DIR [--bolt-address HOST:PORT]");
     }
     // Neo4j rejects shorter passwords anyway, but only after the DBMS is up; fail before that.
     if (password.length() < 8) {
