@@ -8,7 +8,12 @@ import { createProjectorConsumer, type ProjectorConsumer } from "./adapters/kafk
 import { createRecordSink } from "./adapters/kafka/record-sink.js";
 import { createPrometheusMetrics, type PrometheusMetrics } from "./adapters/metrics/prometheus.js";
 import { createDriver, createGraphWriter, migrate } from "./adapters/neo4j/graph-writer.js";
-import { createAvroDecoder, createSchemaRegistry, registerSchemas } from "./adapters/registry/schema-registry.js";
+import {
+  createAvroDecoder,
+  createRegistryPing,
+  createSchemaRegistry,
+  registerSchemas,
+} from "./adapters/registry/schema-registry.js";
 import type { Config } from "./config.js";
 import { errorMessage } from "./errors.js";
 import type { AppLogger } from "./logger.js";
@@ -131,6 +136,7 @@ export async function startService(
 
   // Readiness is checked on a timer, not per request: probes and scrapes never queue queries on Neo4j.
   let readiness = { neo4j: false, registry: false };
+  const pingRegistry = createRegistryPing(config.registry, READY_CHECK_TIMEOUT_MS);
   let checking = false;
   const checkReadiness = async () => {
     if (checking) return;
@@ -141,17 +147,7 @@ export async function startService(
           () => true,
           () => false,
         ),
-        fetch(`${config.registry.url.replace(/\/$/, "")}/subjects`, {
-          signal: AbortSignal.timeout(READY_CHECK_TIMEOUT_MS),
-          headers: config.registry.auth
-            ? {
-                authorization: `Basic ${Buffer.from(`${config.registry.auth.username}:${config.registry.auth.password}`).toString("base64")}`,
-              }
-            : {},
-        }).then(
-          (response) => response.ok,
-          () => false,
-        ),
+        pingRegistry(),
       ]);
       readiness = { neo4j: neo4jOk, registry: registryOk };
       metrics.setReady(consumer.isJoined() && neo4jOk && registryOk);

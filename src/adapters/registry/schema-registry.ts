@@ -1,3 +1,6 @@
+import { readFileSync } from "node:fs";
+import http from "node:http";
+import https from "node:https";
 import { COMPATIBILITY, SchemaRegistry, SchemaType } from "@kafkajs/confluent-schema-registry";
 import avro from "avsc";
 import { TimeoutMiddleware } from "mappersmith/middleware/timeout";
@@ -15,13 +18,46 @@ const HEADER_BYTES = 5;
  * answers must surface as a transient failure (the partition pauses and retries), not hang a batch.
  */
 export function createSchemaRegistry(config: Config["registry"], timeoutMs = 5_000): SchemaRegistry {
+  const agent = registryAgent(config);
   return new SchemaRegistry({
     host: config.url,
     ...(config.auth ? { auth: config.auth } : {}),
+    ...(agent ? { agent } : {}),
     retry: { retries: 2, maxRetryTimeInSecs: 2 },
     // The client and this import see mappersmith through different (CJS/ESM) type declarations.
     middlewares: [TimeoutMiddleware(timeoutMs) as never],
   });
+}
+
+/** An HTTPS agent trusting the configured CA file (and presenting the client certificate), if any. */
+function registryAgent(config: Config["registry"]): https.Agent | undefined {
+  const { caFile, certFile, keyFile } = config.tls;
+  if (!caFile && !certFile) return undefined;
+  return new https.Agent({
+    keepAlive: true,
+    ...(caFile ? { ca: readFileSync(caFile, "utf8") } : {}),
+    ...(certFile && keyFile ? { cert: readFileSync(certFile, "utf8"), key: readFileSync(keyFile, "utf8") } : {}),
+  });
+}
+
+/** Readiness: `GET /subjects` answers 2xx within `timeoutMs`, with the same TLS and credentials as the client. */
+export function createRegistryPing(config: Config["registry"], timeoutMs: number): () => Promise<boolean> {
+  const agent = registryAgent(config);
+  const url = `${config.url.replace(/\/$/, "")}/subjects`;
+  const headers: Record<string, string> = config.auth
+    ? { authorization: `Basic ${Buffer.from(`${config.auth.username}:${config.auth.password}`).toString("base64")}` }
+    : {};
+  const client = url.startsWith("https:") ? https : http;
+  return () =>
+    new Promise((resolve) => {
+      const request = client.get(url, { headers, timeout: timeoutMs, ...(agent ? { agent } : {}) }, (response) => {
+        response.resume();
+        const status = response.statusCode ?? 0;
+        resolve(status >= 200 && status < 300);
+      });
+      request.on("timeout", () => request.destroy(new Error("timeout")));
+      request.on("error", () => resolve(false));
+    });
 }
 
 /**
