@@ -94,14 +94,31 @@ export function envLines(e: StackEndpoints, services: readonly ServerName[] = SE
 /** Settings a running server was launched with that clients depend on. */
 type Launched = Pick<
   StackConfig,
-  "kafkaPort" | "kafkaControllerPort" | "registryPort" | "neo4jBoltPort" | "neo4jPassword"
+  | "kafkaPort"
+  | "kafkaControllerPort"
+  | "registryPort"
+  | "neo4jBoltPort"
+  | "neo4jPassword"
+  | "secure"
+  | "kafkaSaslSslPort"
+  | "registryHttpsPort"
 >;
 
 const launchedPath = (cfg: StackConfig, name: ServerName) => path.join(serverPaths(cfg, name).dir, "launched.json");
 
 function recordLaunch(cfg: StackConfig, name: ServerName) {
   const { kafkaPort, kafkaControllerPort, registryPort, neo4jBoltPort, neo4jPassword } = cfg;
-  const launched: Launched = { kafkaPort, kafkaControllerPort, registryPort, neo4jBoltPort, neo4jPassword };
+  const { secure, kafkaSaslSslPort, registryHttpsPort } = cfg;
+  const launched: Launched = {
+    kafkaPort,
+    kafkaControllerPort,
+    registryPort,
+    neo4jBoltPort,
+    neo4jPassword,
+    secure,
+    kafkaSaslSslPort,
+    registryHttpsPort,
+  };
   fs.writeFileSync(launchedPath(cfg, name), `${JSON.stringify(launched, null, 2)}\n`);
 }
 
@@ -123,6 +140,7 @@ function fingerprint(cfg: StackConfig, def: ServerDef): string {
   return JSON.stringify({
     ports: def.ports(cfg).map((p) => p.port),
     password: def.name === "neo4j" ? cfg.neo4jPassword : undefined,
+    secure: cfg.secure,
   });
 }
 

@@ -26,7 +26,8 @@ export function createKafka(config: Config["kafka"], logger: Logger): Kafka {
         else logger.debug(entry, String(message));
       },
   };
-  if (config.sasl) options.sasl = config.sasl as SASLOptions;
+  // A copy: kafkajs writes into its SASL options, and the configuration is frozen.
+  if (config.sasl) options.sasl = { ...config.sasl } as SASLOptions;
   return new Kafka(options);
 }
 
