@@ -84,12 +84,13 @@ describe.skipIf(!localSecureStack)("the projector against the secured stack", ()
     const log = generateEventLog(21, SMALL_WORKLOAD);
     const events = [...log.registry, ...log.outcomes, ...log.escalations];
     await harness.publish(events);
-    await harness.waitForCaughtUp();
+    // Generous: TLS on every hop of a loaded two-core machine; the projector is not measured here.
+    await harness.waitForCaughtUp(240_000);
     expect(diffGraphs(referenceGraph(events), await harness.dump())).toEqual([]);
     const ready = await fetch(`http://127.0.0.1:${service.metricsPort}/readyz`);
     expect(await ready.json()).toMatchObject({ status: "ok", neo4j: true, registry: true });
     await harness.stopProjectors();
-  }, 180_000);
+  }, 300_000);
 
   it("a wrong SCRAM password fails the start-up with Kafka's authentication error", async () => {
     const error = await startupError({ KAFKA_SASL_PASSWORD: "not-the-password" });
