@@ -84,12 +84,14 @@ describe("Grafana dashboard queries on a real Prometheus", () => {
     }
     startedAt = Date.now() / 1000;
     harness = await Harness.create("dashboard");
+    // The outcomes must find no agent of theirs in the graph, so that they are deferred.
+    await harness.clearGraph();
     // Reconciliation on a short schedule (drift per tenant), and deferred records that wait long enough
     // to be seen paused in their retry partitions.
     const service = await harness.startProjector({
       RECONCILE_INTERVAL_MS: "3000",
-      RETRY_BACKOFF_MS: "3000",
-      RETRY_BACKOFF_MAX_MS: "3000",
+      RETRY_BACKOFF_MS: "10000",
+      RETRY_BACKOFF_MAX_MS: "10000",
     });
 
     dir = mkdtempSync(join(tmpdir(), "agp-prometheus-"));
@@ -137,7 +139,8 @@ describe("Grafana dashboard queries on a real Prometheus", () => {
     const log = generateEventLog(11, SMALL_WORKLOAD);
     // Outcomes before their agents: they are deferred, wait in the retry topic, then apply.
     await harness.publish(log.outcomes);
-    const deferredDeadline = Date.now() + 30_000;
+    // Long enough for a group join on a loaded machine.
+    const deferredDeadline = Date.now() + 90_000;
     while ((await query(`sum(agp_oldest_deferred_age_seconds{job="${JOB}"})`)).data.result.length === 0) {
       if (Date.now() > deferredDeadline) throw new Error("no outcome was deferred");
       await new Promise((resolve) => setTimeout(resolve, 250));
