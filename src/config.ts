@@ -1,3 +1,4 @@
+import { existsSync, readFileSync } from "node:fs";
 import { z } from "zod";
 
 /** The service's whole configuration, parsed once from the environment at start-up. */
@@ -43,6 +44,14 @@ export interface TenantRoute {
   readonly database: string;
 }
 
+const optionalFile = z
+  .string()
+  .optional()
+  .transform((value) => (value === "" ? undefined : value));
+
+/** Secrets that may also come from a file (`<KEY>_FILE`, as Kubernetes and Docker secrets mount them). */
+export const FILE_SECRETS = ["KAFKA_SASL_PASSWORD", "NEO4J_PASSWORD", "SCHEMA_REGISTRY_PASSWORD"] as const;
+
 const envSchema = z.object({
   KAFKA_BROKERS: commaList("127.0.0.1:9092").refine((list) => list.length > 0, "needs at least one host:port"),
   KAFKA_CLIENT_ID: z.string().min(1).default("agent-graph-projector"),
@@ -75,7 +84,7 @@ const envSchema = z.object({
   STARTUP_TIMEOUT_MS: int(60_000, 1_000, 3_600_000),
   SCHEMA_MISS_TTL_MS: int(60_000, 0, 86_400_000),
   METRICS_PORT: int(9464, 0, 65535),
-  METRICS_HOST: z.string().min(1).default("0.0.0.0"),
+  METRICS_HOST: z.string().min(1).default("127.0.0.1"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   BATCH_MAX_RECORDS: int(5000, 1, 100_000),
   PARTITIONS_CONSUMED_CONCURRENTLY: int(6, 1, 256),
@@ -96,13 +105,29 @@ const envSchema = z.object({
   CATCH_UP_HOLD_RECORDS: int(100, 0, 1_000_000_000),
   SHUTDOWN_TIMEOUT_MS: int(25_000, 1000, 600_000),
   RECONCILE_INTERVAL_MS: int(0, 0, 7 * 86_400_000),
+  // TLS material for real clusters: PEM files. A CA file trusts that CA (alone); a certificate and its
+  // key authenticate the client (mutual TLS).
+  KAFKA_SSL_CA_FILE: optionalFile,
+  KAFKA_SSL_CERT_FILE: optionalFile,
+  KAFKA_SSL_KEY_FILE: optionalFile,
+  KAFKA_ALLOW_PLAINTEXT_SASL_PLAIN: bool(false),
+  NEO4J_TRUSTED_CA_FILE: optionalFile,
+  NEO4J_CLIENT_CERT_FILE: optionalFile,
+  NEO4J_CLIENT_KEY_FILE: optionalFile,
+  SCHEMA_REGISTRY_CA_FILE: optionalFile,
+  SCHEMA_REGISTRY_CERT_FILE: optionalFile,
+  SCHEMA_REGISTRY_KEY_FILE: optionalFile,
+  KAFKA_SASL_PASSWORD_FILE: optionalFile,
+  NEO4J_PASSWORD_FILE: optionalFile,
+  SCHEMA_REGISTRY_PASSWORD_FILE: optionalFile,
 });
 
 const configSchema = envSchema.transform((env) => ({
   kafka: {
     brokers: env.KAFKA_BROKERS,
     clientId: env.KAFKA_CLIENT_ID,
-    ssl: env.KAFKA_SSL,
+    ssl: env.KAFKA_SSL || env.KAFKA_SSL_CA_FILE !== undefined || env.KAFKA_SSL_CERT_FILE !== undefined,
+    tls: { caFile: env.KAFKA_SSL_CA_FILE, certFile: env.KAFKA_SSL_CERT_FILE, keyFile: env.KAFKA_SSL_KEY_FILE },
     sasl:
       env.KAFKA_SASL_MECHANISM === undefined
         ? undefined
@@ -123,6 +148,11 @@ const configSchema = envSchema.transform((env) => ({
       env.SCHEMA_REGISTRY_USERNAME === undefined
         ? undefined
         : { username: env.SCHEMA_REGISTRY_USERNAME, password: env.SCHEMA_REGISTRY_PASSWORD ?? "" },
+    tls: {
+      caFile: env.SCHEMA_REGISTRY_CA_FILE,
+      certFile: env.SCHEMA_REGISTRY_CERT_FILE,
+      keyFile: env.SCHEMA_REGISTRY_KEY_FILE,
+    },
   },
   neo4j: {
     uri: env.NEO4J_URI,
@@ -132,6 +162,11 @@ const configSchema = envSchema.transform((env) => ({
     maxPoolSize: env.NEO4J_MAX_POOL_SIZE,
     maxConcurrentWrites: env.NEO4J_MAX_CONCURRENT_WRITES,
     txTimeoutMs: env.NEO4J_TX_TIMEOUT_MS,
+    tls: {
+      caFile: env.NEO4J_TRUSTED_CA_FILE,
+      certFile: env.NEO4J_CLIENT_CERT_FILE,
+      keyFile: env.NEO4J_CLIENT_KEY_FILE,
+    },
   },
   topics: {
     registryMutation: env.TOPIC_REGISTRY_MUTATION,
@@ -173,9 +208,15 @@ export const CONFIG_KEYS: readonly string[] = Object.keys(envSchema.shape);
  * cross-field rules (SASL needs credentials, tenants are unique and well formed) are checked here too.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const picked = Object.fromEntries(
+  const picked: Record<string, string | undefined> = Object.fromEntries(
     CONFIG_KEYS.filter((key) => env[key] !== undefined && env[key] !== "").map((key) => [key, env[key]]),
   );
+  for (const key of FILE_SECRETS) {
+    const file = picked[`${key}_FILE`];
+    if (file === undefined) continue;
+    if (picked[key] !== undefined) throw new ConfigError(`${key}_FILE`, `set either ${key} or ${key}_FILE, not both`);
+    picked[key] = readSecretFile(`${key}_FILE`, file);
+  }
   const parsed = configSchema.safeParse(picked);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -183,9 +224,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(key, issue?.message ?? "invalid");
   }
   const config = parsed.data;
-  if (config.kafka.sasl && (!env.KAFKA_SASL_USERNAME || !env.KAFKA_SASL_PASSWORD)) {
+  if (config.kafka.sasl && (!picked.KAFKA_SASL_USERNAME || !picked.KAFKA_SASL_PASSWORD)) {
     throw new ConfigError("KAFKA_SASL_USERNAME", "KAFKA_SASL_MECHANISM is set, so username and password are required");
   }
+  checkTls(config, picked);
   const seen = new Set<string>();
   for (const route of config.tenants) {
     if (!/^[A-Za-z0-9_.-]+$/.test(route.tenantId)) {
@@ -209,6 +251,50 @@ export function sharedDatabases(tenants: readonly TenantRoute[]): Set<string> {
     seen.add(database);
   }
   return shared;
+}
+
+function readSecretFile(key: string, file: string): string {
+  try {
+    // Secret files usually end with a newline that is not part of the secret.
+    return readFileSync(file, "utf8").replace(/\r?\n$/, "");
+  } catch (error) {
+    throw new ConfigError(key, `cannot read ${file}: ${(error as Error).message}`);
+  }
+}
+
+/** TLS files exist, certificates come with their keys, and credentials never travel in clear by accident. */
+function checkTls(config: Config, env: Record<string, string | undefined>): void {
+  const groups: [string, string, string][] = [
+    ["KAFKA_SSL_CA_FILE", "KAFKA_SSL_CERT_FILE", "KAFKA_SSL_KEY_FILE"],
+    ["NEO4J_TRUSTED_CA_FILE", "NEO4J_CLIENT_CERT_FILE", "NEO4J_CLIENT_KEY_FILE"],
+    ["SCHEMA_REGISTRY_CA_FILE", "SCHEMA_REGISTRY_CERT_FILE", "SCHEMA_REGISTRY_KEY_FILE"],
+  ];
+  for (const [ca, cert, key] of groups) {
+    for (const name of [ca, cert, key]) {
+      const file = env[name];
+      if (file !== undefined && !existsSync(file)) throw new ConfigError(name, `file ${file} does not exist`);
+    }
+    if ((env[cert] === undefined) !== (env[key] === undefined)) {
+      throw new ConfigError(env[cert] === undefined ? cert : key, `${cert} and ${key} go together (mutual TLS)`);
+    }
+  }
+  if (config.kafka.sasl?.mechanism === "plain" && !config.kafka.ssl && !env.KAFKA_ALLOW_PLAINTEXT_SASL_PLAIN) {
+    throw new ConfigError(
+      "KAFKA_SASL_MECHANISM",
+      "SASL PLAIN without TLS sends the password in clear; set KAFKA_SSL=true (or KAFKA_ALLOW_PLAINTEXT_SASL_PLAIN=true)",
+    );
+  }
+  const neo4jTls = env.NEO4J_TRUSTED_CA_FILE !== undefined || env.NEO4J_CLIENT_CERT_FILE !== undefined;
+  if (neo4jTls && /^(bolt|neo4j)\+/.test(config.neo4j.uri)) {
+    throw new ConfigError(
+      "NEO4J_URI",
+      "with NEO4J_TRUSTED_CA_FILE or a client certificate use a bolt:// or neo4j:// URI: the driver then encrypts and trusts that CA",
+    );
+  }
+  const registryTls = env.SCHEMA_REGISTRY_CA_FILE !== undefined || env.SCHEMA_REGISTRY_CERT_FILE !== undefined;
+  if (registryTls && !config.registry.url.startsWith("https:")) {
+    throw new ConfigError("SCHEMA_REGISTRY_URL", "TLS files are set for the registry, so its URL must be https://");
+  }
 }
 
 function deepFreeze<T>(value: T): T {

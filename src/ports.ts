@@ -84,6 +84,8 @@ export interface Metrics {
   recordBatch(stream: Stream, size: number, seconds: number): void;
   recordTransactionRetry(): void;
   recordApplied(topic: string, timestampMs: number): void;
+  /** Freshness of applied records: the graph's commit time minus each event's own time, in seconds. */
+  recordFreshness(stream: Stream, seconds: readonly number[]): void;
 }
 
 export const noopMetrics: Metrics = {
@@ -92,6 +94,7 @@ export const noopMetrics: Metrics = {
   recordBatch() {},
   recordTransactionRetry() {},
   recordApplied() {},
+  recordFreshness() {},
 };
 
 export interface Logger {

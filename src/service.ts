@@ -12,6 +12,7 @@ import { createDriver, createGraphWriter, migrate } from "./adapters/neo4j/graph
 import {
   checkRegistry,
   createAvroDecoder,
+  createRegistryPing,
   createSchemaRegistry,
   registerSchemas,
 } from "./adapters/registry/schema-registry.js";
@@ -39,6 +40,17 @@ export interface RunningService {
 
 /** Liveness fails when the consumer has neither fetched nor applied anything for this long. */
 const WEDGED_AFTER_MS = 5 * 60_000;
+/** How often readiness is checked (Neo4j `RETURN 1`, the registry's `/subjects`), and each check's bound. */
+const READY_CHECK_MS = 5_000;
+const READY_CHECK_TIMEOUT_MS = 3_000;
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
 
 /**
  * The composition root: configuration in, a running projector out. Every adapter is created here and
@@ -68,7 +80,7 @@ async function startOrFail(
   opened: (() => Promise<unknown>)[],
 ): Promise<RunningService> {
   const deadlineAt = clock.now() + config.startupTimeoutMs;
-  const metrics = createPrometheusMetrics();
+  const metrics = createPrometheusMetrics({ version: SERVICE_VERSION, retryMaxAgeMs: config.retry.maxAgeMs });
   const names = topicNames(config.topics);
   const databases = new Map(config.tenants.map((route) => [route.tenantId, route.database]));
 
@@ -218,7 +230,27 @@ async function startOrFail(
   hold.onLifted((streams) => consumer.releaseHeld(streams));
   hold.useLocalLag(() => consumer.lagSeen());
 
-  let registryOk = { at: 0, ok: false };
+  // Readiness is checked on a timer, not per request: probes and scrapes never queue queries on Neo4j.
+  let readiness = { neo4j: false, registry: false };
+  const pingRegistry = createRegistryPing(config.registry, READY_CHECK_TIMEOUT_MS);
+  let checking = false;
+  const checkReadiness = async () => {
+    if (checking) return;
+    checking = true;
+    try {
+      const [neo4jOk, registryOk] = await Promise.all([
+        withTimeout(graph.ping(), READY_CHECK_TIMEOUT_MS).then(
+          () => true,
+          () => false,
+        ),
+        pingRegistry(),
+      ]);
+      readiness = { neo4j: neo4jOk, registry: registryOk };
+      metrics.setReady(consumer.isJoined() && neo4jOk && registryOk);
+    } finally {
+      checking = false;
+    }
+  };
   probes = {
     live() {
       const idleMs = clock.now() - consumer.lastProgressAt();
@@ -226,18 +258,8 @@ async function startOrFail(
     },
     async ready() {
       const joined = consumer.isJoined();
-      const neo4jOk = await graph.ping().then(
-        () => true,
-        () => false,
-      );
-      if (clock.now() - registryOk.at > 5_000) {
-        const ok = await checkRegistry(config.registry).then(
-          () => true,
-          () => false,
-        );
-        registryOk = { at: clock.now(), ok };
-      }
-      return { ok: joined && neo4jOk && registryOk.ok, detail: { joined, neo4j: neo4jOk, registry: registryOk.ok } };
+      const { neo4j, registry } = readiness;
+      return { ok: joined && neo4j && registry, detail: { joined, neo4j, registry } };
     },
   };
 
@@ -252,12 +274,14 @@ async function startOrFail(
         if (!(owned.get(topic) ?? []).includes(partition)) continue;
         metrics.setLag(topic, partition, lag);
         seen.add(`${topic}\u0000${partition}`);
-        if (lag === 0 && roleOfTopic(names, topic)?.role === "retry") metrics.setOldestDeferredAge(topic, 0);
+        if (lag === 0 && roleOfTopic(names, topic)?.role === "retry")
+          metrics.setOldestDeferred(topic, partition, undefined);
       }
       for (const key of reported) {
         if (seen.has(key)) continue;
         const [topic, partition] = key.split("\u0000");
         metrics.dropLag(topic as string, Number(partition));
+        metrics.setOldestDeferred(topic as string, Number(partition), undefined);
       }
       reported.clear();
       for (const key of seen) reported.add(key);
@@ -288,7 +312,7 @@ async function startOrFail(
               });
               const counts = new Map<string, number>();
               for (const item of result.drift) counts.set(item.kind, (counts.get(item.kind) ?? 0) + 1);
-              for (const kind of DRIFT_KINDS) metrics.setDrift(kind, counts.get(kind) ?? 0);
+              for (const kind of DRIFT_KINDS) metrics.setDrift(route.tenantId, kind, counts.get(kind) ?? 0);
               logger.info(
                 { tenant: route.tenantId, agents: result.agents, drift: result.drift.length },
                 "reconciliation done",
@@ -299,6 +323,10 @@ async function startOrFail(
           }
         }, config.reconcileIntervalMs)
       : undefined;
+
+  await checkReadiness();
+  const readinessTimer = setInterval(checkReadiness, READY_CHECK_MS);
+  opened.push(async () => clearInterval(readinessTimer));
 
   await untilDeadline(brokers, deadlineAt, () => hold.start(), clock);
   opened.push(() => consumer.stop());
@@ -324,6 +352,7 @@ async function startOrFail(
     stopping ??= (async () => {
       logger.info({ reason }, "stopping: no new fetches, committing what was applied, leaving the group");
       clearInterval(lagTimer);
+      clearInterval(readinessTimer);
       hold.stop();
       if (reconcileTimer) clearInterval(reconcileTimer);
       await consumer.stop().catch((error) => logger.warn({ error: errorMessage(error) }, "consumer stop failed"));

@@ -130,6 +130,9 @@ type Launched = Pick<
   | "registryPort"
   | "neo4jBoltPort"
   | "neo4jPassword"
+  | "secure"
+  | "kafkaSaslSslPort"
+  | "registryHttpsPort"
 >;
 
 const launchedPath = (cfg: StackConfig, unit: string) => path.join(serverPaths(cfg, unit).dir, "launched.json");
@@ -137,6 +140,7 @@ const launchedPath = (cfg: StackConfig, unit: string) => path.join(serverPaths(c
 function recordLaunch(cfg: StackConfig, unit: string) {
   const { kafkaPort, kafkaControllerPort, kafkaBrokers, kafkaPortStep, registryPort, neo4jBoltPort, neo4jPassword } =
     cfg;
+  const { secure, kafkaSaslSslPort, registryHttpsPort } = cfg;
   const launched: Launched = {
     kafkaPort,
     kafkaControllerPort,
@@ -145,6 +149,9 @@ function recordLaunch(cfg: StackConfig, unit: string) {
     registryPort,
     neo4jBoltPort,
     neo4jPassword,
+    secure,
+    kafkaSaslSslPort,
+    registryHttpsPort,
   };
   fs.writeFileSync(launchedPath(cfg, unit), `${JSON.stringify(launched, null, 2)}\n`);
 }
@@ -168,6 +175,7 @@ function fingerprint(cfg: StackConfig, def: ServerDef): string {
   return JSON.stringify({
     ports: def.ports(cfg).map((p) => p.port),
     password: def.name === "neo4j" ? cfg.neo4jPassword : undefined,
+    secure: cfg.secure,
   });
 }
 

@@ -18,6 +18,14 @@ const envSchema = z.object({
   STACK_KAFKA_CONTROLLER_PORT: port.default(9093),
   STACK_NEO4J_BOLT_PORT: port.default(7687),
   STACK_REGISTRY_PORT: port.default(8081),
+  // Secured mode (see stack/secure.ts): extra TLS endpoints beside the plain ones.
+  STACK_SECURE: z
+    .enum(["0", "1", "true", "false", ""])
+    .default("0")
+    .transform((v) => v === "1" || v === "true"),
+  STACK_KAFKA_SASL_SSL_PORT: port.default(9094),
+  STACK_REGISTRY_HTTPS_PORT: port.default(8443),
+  STACK_KAFKA_SCRAM_PASSWORD: z.string().min(8).default("projector-scram-pw"),
   NEO4J_PASSWORD: z
     .string()
     // Neo4j 5 rejects initial passwords shorter than 8 characters.
@@ -67,6 +75,11 @@ export interface StackConfig {
   kafkaNode?: KafkaNode;
   neo4jBoltPort: number;
   registryPort: number;
+  /** Secured mode: Kafka SASL_SSL (SCRAM-SHA-512), Neo4j Bolt TLS and registry HTTPS besides the plain ports. */
+  secure: boolean;
+  kafkaSaslSslPort: number;
+  registryHttpsPort: number;
+  kafkaScram: { user: string; password: string };
   neo4jUser: "neo4j";
   neo4jPassword: string;
   heaps: { kafka: string; registry: string; neo4j: string };
@@ -86,6 +99,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StackConfig {
     throw new StackConfigError(`invalid stack configuration:\n${lines.join("\n")}`);
   }
   const e = parsed.data;
+  if (e.STACK_SECURE && e.STACK_KAFKA_BROKERS > 1) {
+    // The secured listener and its SCRAM user are set up for one node; a secured cluster is not built.
+    throw new StackConfigError("invalid stack configuration:\n  STACK_SECURE: runs with one Kafka node only");
+  }
   const ports: [string, number][] = [
     ["STACK_KAFKA_PORT", e.STACK_KAFKA_PORT],
     ["STACK_KAFKA_CONTROLLER_PORT", e.STACK_KAFKA_CONTROLLER_PORT],
@@ -99,6 +116,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StackConfig {
     ]).flat(),
     ["STACK_NEO4J_BOLT_PORT", e.STACK_NEO4J_BOLT_PORT],
     ["STACK_REGISTRY_PORT", e.STACK_REGISTRY_PORT],
+    ...(e.STACK_SECURE
+      ? ([
+          ["STACK_KAFKA_SASL_SSL_PORT", e.STACK_KAFKA_SASL_SSL_PORT],
+          ["STACK_REGISTRY_HTTPS_PORT", e.STACK_REGISTRY_HTTPS_PORT],
+        ] as [string, number][])
+      : []),
   ];
   for (const [key, value] of ports) {
     const clash = ports.find(([k, v]) => k !== key && v === value);
@@ -115,6 +138,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StackConfig {
     kafkaPortStep: e.STACK_KAFKA_PORT_STEP,
     neo4jBoltPort: e.STACK_NEO4J_BOLT_PORT,
     registryPort: e.STACK_REGISTRY_PORT,
+    secure: e.STACK_SECURE,
+    kafkaSaslSslPort: e.STACK_KAFKA_SASL_SSL_PORT,
+    registryHttpsPort: e.STACK_REGISTRY_HTTPS_PORT,
+    kafkaScram: { user: "projector", password: e.STACK_KAFKA_SCRAM_PASSWORD },
     neo4jUser: "neo4j",
     neo4jPassword: e.NEO4J_PASSWORD,
     heaps: {

@@ -27,6 +27,9 @@ CHART_OWNED = {
     "KAFKA_SASL_PASSWORD",
     "SCHEMA_REGISTRY_USERNAME",
     "SCHEMA_REGISTRY_PASSWORD",
+    "NEO4J_PASSWORD_FILE",
+    "KAFKA_SASL_PASSWORD_FILE",
+    "SCHEMA_REGISTRY_PASSWORD_FILE",
     "METRICS_PORT",
     "METRICS_HOST",
     "SHUTDOWN_TIMEOUT_MS",
@@ -117,6 +120,21 @@ def check_compose(repo: Path, keys: set[str]) -> None:
         if not (repo / source).exists():
             fail(f"prometheus mounts {source}, which does not exist")
     ok("bind-mounted files of prometheus and grafana exist")
+    before = len(failures)
+    for name, svc in services.items():
+        for port in svc.get("ports", []):
+            if not str(port).startswith("127.0.0.1:"):
+                fail(f"compose service {name} publishes {port} on every interface; publish on 127.0.0.1 only")
+    prom_args = " ".join(services.get("prometheus", {}).get("command", []))
+    if "--web.enable-lifecycle" in prom_args or "--web.enable-admin-api" in prom_args:
+        fail("compose Prometheus enables the lifecycle or admin API")
+    graf_env = services.get("grafana", {}).get("environment", {})
+    if str(graf_env.get("GF_AUTH_ANONYMOUS_ENABLED", "false")).lower() != "false" or graf_env.get(
+        "GF_SECURITY_ADMIN_PASSWORD"
+    ) in ("admin", None):
+        fail("compose Grafana allows anonymous access or keeps the default admin password")
+    if len(failures) == before:
+        ok("compose publishes ports on 127.0.0.1 only; no Prometheus lifecycle API, no anonymous or default Grafana admin")
 
 
 def split(manifests: Path, core_out: Path, crds_out: Path) -> None:
@@ -203,13 +221,14 @@ def check_dashboard(repo: Path) -> None:
         ok(f"dashboard: {exprs} expressions, all on ${{DS_PROMETHEUS}} and on metrics the service exports")
     wanted = ["agp_consumer_lag", "agp_records_consumed_total", "agp_writes_total", "agp_oldest_deferred_age_seconds",
               "agp_batch_duration_seconds_bucket", "agp_transaction_retries_total", "agp_rebalances_total",
-              "agp_neo4j_updates_total", 'result=~"deferred|dead-lettered"']
+              "agp_neo4j_updates_total", 'result=~"deferred|dead-lettered"', "agp_freshness_seconds_bucket",
+              "agp_partition_paused", "agp_partition_consecutive_failures", "agp_build_info", "$__rate_interval"]
     all_exprs = "\n".join(t["expr"] for p in dashboard["panels"] for t in p.get("targets", []))
     missing = [w for w in wanted if w not in all_exprs]
     if missing:
         fail(f"dashboard lacks panels for {missing}")
     else:
-        ok("dashboard covers lag, throughput, writes, deferred/dead-lettered, batch latency, retries, rebalances, Neo4j updates")
+        ok("dashboard covers lag, freshness, throughput, writes, paused partitions, failures, deferred/dead-lettered, batch latency, retries, rebalances, Neo4j updates, build info")
 
 
 def main() -> None:

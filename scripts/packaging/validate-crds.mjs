@@ -1,4 +1,4 @@
-// Validates the chart's custom resources (ServiceMonitor, ScaledObject) with the validators that the
+// Validates the chart's custom resources (ServiceMonitor, PrometheusRule, ScaledObject) with the validators that the
 // pinned @kubernetes-models packages generate from the upstream CRD schemas. They check types, enums
 // and required fields; like the CRDs' own schemas they do not reject unknown fields.
 // Usage: node validate-crds.mjs <tools-dir-with-node_modules> <crds.json>...
@@ -10,6 +10,8 @@ const load = async (path) => import(pathToFileURL(`${toolsDir}/node_modules/@kub
 const kinds = {
   "monitoring.coreos.com/v1/ServiceMonitor": (await load("prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor"))
     .ServiceMonitor,
+  "monitoring.coreos.com/v1/PrometheusRule": (await load("prometheus-operator/monitoring.coreos.com/v1/PrometheusRule"))
+    .PrometheusRule,
   "keda.sh/v1alpha1/ScaledObject": (await load("keda/keda.sh/v1alpha1/ScaledObject")).ScaledObject,
 };
 

@@ -121,7 +121,7 @@ for k8s in "${K8S_VERSIONS[@]}"; do
   done
 done
 if node "$HERE/validate-crds.mjs" "$CRD_TOOLS" "$WORK/full-${K8S_VERSIONS[-1]}.crds.json" "$WORK/default-${K8S_VERSIONS[-1]}.crds.json"; then :; else
-  fail "custom resources (ServiceMonitor, ScaledObject)"
+  fail "custom resources (ServiceMonitor, PrometheusRule, ScaledObject)"
 fi
 "$HELM" template agp "$CHART" --kube-version "${K8S_VERSIONS[-1]}" -f "$CHART/ci/full-values.yaml" --set keda.trigger=kafka \
   --show-only templates/scaledobject.yaml >"$WORK/keda-kafka.yaml"
@@ -132,6 +132,17 @@ grep -q 'terminationGracePeriodSeconds: 30$' "$WORK/default-${K8S_VERSIONS[-1]}.
   pass "terminationGracePeriodSeconds = SHUTDOWN_TIMEOUT_MS/1000 + 5 (30 by default)" || fail "terminationGracePeriodSeconds is not 30 with default values"
 grep -q 'helm.sh/hook: pre-install,pre-upgrade' "$WORK/default-${K8S_VERSIONS[-1]}.yaml" &&
   pass "migrate Job is a pre-install,pre-upgrade hook" || fail "no pre-install,pre-upgrade migrate hook"
+grep -q 'unhealthyPodEvictionPolicy: AlwaysAllow' "$WORK/default-${K8S_VERSIONS[-1]}.yaml" &&
+  pass "PodDisruptionBudget lets unready pods be evicted (a dependency outage never blocks drains)" || fail "PDB without unhealthyPodEvictionPolicy: AlwaysAllow"
+"$HELM" template agp "$CHART" --kube-version "${K8S_VERSIONS[-1]}" -f "$CHART/ci/full-values.yaml" \
+  --show-only templates/prometheusrule.yaml >"$WORK/prometheusrule.yaml"
+"$PY" -c 'import sys, yaml; doc = yaml.safe_load(open(sys.argv[1])); print(yaml.safe_dump({"groups": doc["spec"]["groups"]}))' \
+  "$WORK/prometheusrule.yaml" >"$WORK/chart.rules.yml"
+run "promtool check rules on the chart's PrometheusRule" promtool check rules "$WORK/chart.rules.yml"
+grep -q 'runbook_url: https://docs.example.com/agent-graph-projector/runbook.html#agp' "$WORK/chart.rules.yml" &&
+  pass "PrometheusRule runbook links follow prometheusRule.runbookBaseUrl" || fail "PrometheusRule runbook links do not use runbookBaseUrl"
+grep -q 'topic!~' "$WORK/full-${K8S_VERSIONS[-1]}.yaml" && grep -c 'topic: ' "$WORK/keda-kafka.yaml" | grep -q '^3$' &&
+  pass "KEDA scales on the source topics' lag only (prometheus and kafka triggers)" || fail "KEDA trigger counts the retry topics"
 grep -q 'grafana_dashboard: "1"' "$WORK/default-${K8S_VERSIONS[-1]}.yaml" &&
   pass "dashboard ConfigMap labelled grafana_dashboard: \"1\"" || fail "dashboard ConfigMap label missing"
 
@@ -155,6 +166,7 @@ reject "keda.maxReplicas above the partition count" --set keda.enabled=true --se
 reject "keda.trigger: cpu" --set keda.enabled=true --set keda.trigger=cpu
 reject "a Kafka SASL secret without a mechanism" --set secrets.kafkaSasl.existingSecret=kafka-creds
 reject "an unknown top-level value" --set replicas=2
+reject "podDisruptionBudget.unhealthyPodEvictionPolicy: Never" --set podDisruptionBudget.unhealthyPodEvictionPolicy=Never
 
 step "env keys against CONFIG_KEYS, and their documentation"
 "$PY" "$HERE/check_packaging.py" chart-env "$ROOT" "$WORK/config-keys.json" "${RENDERED[@]}" || FAILED=$((FAILED + 1))

@@ -107,6 +107,7 @@ export async function processBatch(
     const scoped = [...deps.databases.values()].filter((served) => served === database).length > 1;
     await applyIsolatingPoison(stream, { database, scoped }, events, deps, fates);
   }
+  const committedAt = deps.clock.now();
 
   // Counted per distinct fate, not per record: a batch has thousands of records and few outcomes.
   const fateCounts = new Map<string, { fate: Fate; count: number }>();
@@ -176,8 +177,15 @@ export async function processBatch(
   const last = records.at(-1);
   if (last && summary.applied + summary.unchanged + summary.stale > 0)
     deps.metrics.recordApplied(last.topic, Number(last.timestamp));
+  if (summary.applied > 0) deps.metrics.recordFreshness(stream, freshness(records, decoded, fates, committedAt));
   deps.metrics.recordBatch(stream, records.length, (deps.clock.now() - started) / 1000);
   return summary;
+}
+
+/** A tenant database, and whether several tenants share it (then every key carries the tenant). */
+interface WriteTarget {
+  readonly database: string;
+  readonly scoped: boolean;
 }
 
 /**
@@ -189,12 +197,6 @@ export async function processBatch(
  * failures are the infrastructure's, not a record's: they propagate, and the partition pauses or the
  * service stops.
  */
-/** A tenant database, and whether several tenants share it (then every key carries the tenant). */
-interface WriteTarget {
-  readonly database: string;
-  readonly scoped: boolean;
-}
-
 async function applyIsolatingPoison(
   stream: Stream,
   target: WriteTarget,
@@ -283,6 +285,33 @@ async function applyEvents(
   const results: StatementResult[] = await deps.graph.apply(target.database, plan.statements as Statement[]);
   for (const result of results) deps.metrics.recordStatement(result);
   for (const [i, fate] of plan.fates(results)) fates.set(i, fate);
+}
+
+/**
+ * Seconds from each applied record's own time (its event's `occurred_at`, `created_at` or
+ * `observed_at`; the Kafka timestamp for a tombstone) to `committedAt`. A retried record keeps its
+ * event's time, so the wait in the retry topic counts.
+ */
+function freshness(
+  records: readonly SourceRecord[],
+  decoded: readonly (ProjectorEvent | Rejection)[],
+  fates: ReadonlyMap<number, Fate>,
+  committedAt: number,
+): number[] {
+  const seconds: number[] = [];
+  decoded.forEach((event, i) => {
+    if (event instanceof Rejection || fates.get(i)?.kind !== "applied") return;
+    const own =
+      event.kind === "registry-snapshot"
+        ? event.occurred_at
+        : event.kind === "outcome-created"
+          ? event.created_at
+          : event.kind === "escalation-edge"
+            ? event.observed_at
+            : Number(records[i]?.timestamp);
+    if (Number.isFinite(own)) seconds.push(Math.max(0, committedAt - own) / 1000);
+  });
+  return seconds;
 }
 
 async function toEvent(stream: Stream, record: SourceRecord, deps: BatchDeps): Promise<ProjectorEvent | Rejection> {

@@ -6,6 +6,7 @@ import { Kafka, logLevel } from "kafkajs";
 import { type KafkaNode, kafkaNodes, REPO_ROOT, type StackConfig } from "../config.js";
 import { cachedStep, hashInputs, maven, run } from "../lib/build.js";
 import { HOST } from "../lib/ports.js";
+import { ensureStackTls, stackTlsPaths } from "../lib/tls.js";
 import {
   cacheDir,
   javaOpts,
@@ -93,6 +94,85 @@ function siblingClusterId(cfg: StackConfig): string | undefined {
   return undefined;
 }
 
+/**
+ * Secured mode: one more listener, SASL_SSL with SCRAM-SHA-512 and the stack's server certificate, for
+ * clients; brokers, the controller and the plain listener stay as they are. The SCRAM user is created
+ * once the broker answers (see ensureScramUser).
+ */
+function withSecureListener(props: string, cfg: StackConfig): string {
+  if (!cfg.secure) return props;
+  const tls = stackTlsPaths(cfg);
+  const listener = `SASL_SSL://${HOST}:${cfg.kafkaSaslSslPort}`;
+  return `${props
+    .replace(/^listeners=(.*)$/m, `listeners=$1,${listener}`)
+    .replace(/^advertised\.listeners=(.*)$/m, `advertised.listeners=$1,${listener}`)
+    .replace(/^listener\.security\.protocol\.map=(.*)$/m, "listener.security.protocol.map=$1,SASL_SSL:SASL_SSL")}
+# Secured mode (STACK_SECURE=1): SASL_SSL for clients, SCRAM-SHA-512 only.
+sasl.enabled.mechanisms=SCRAM-SHA-512
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.ssl.keystore.type=PKCS12
+listener.name.sasl_ssl.ssl.keystore.location=${tls.serverP12}
+listener.name.sasl_ssl.ssl.keystore.password=${tls.p12Password}
+listener.name.sasl_ssl.ssl.key.password=${tls.p12Password}
+`;
+}
+
+/** Creates (or resets) the SCRAM-SHA-512 credentials of the stack's client user, over the plain listener. */
+async function ensureScramUser(cfg: StackConfig): Promise<void> {
+  const p = serverPaths(cfg, "kafka");
+  // From a file, so the password does not show in the process list.
+  const file = path.join(stackTlsPaths(cfg).dir, "scram.properties");
+  fs.writeFileSync(file, `SCRAM-SHA-512=iterations=8192,password=${cfg.kafkaScram.password}\n`, { mode: 0o600 });
+  await run(
+    cfg.java,
+    [
+      `-Dlog4j2.configurationFile=${LOG4J}`,
+      "-Dkafka.stack.loglevel=WARN",
+      "-cp",
+      classpath(),
+      "kafka.admin.ConfigCommand",
+      "--bootstrap-server",
+      `${HOST}:${cfg.kafkaPort}`,
+      "--alter",
+      "--entity-type",
+      "users",
+      "--entity-name",
+      cfg.kafkaScram.user,
+      "--add-config-file",
+      file,
+    ],
+    { cwd: p.dir, logFile: p.logFile },
+  );
+}
+
+/** Secured mode: does the SCRAM user get through the SASL_SSL listener with the stack's CA? */
+async function probeSecure(cfg: StackConfig): Promise<Probe> {
+  const client = new Kafka({
+    clientId: "stack-probe",
+    brokers: [`${HOST}:${cfg.kafkaSaslSslPort}`],
+    ssl: { ca: [fs.readFileSync(stackTlsPaths(cfg).caCert, "utf8")] },
+    sasl: { mechanism: "scram-sha-512", username: cfg.kafkaScram.user, password: cfg.kafkaScram.password },
+    logLevel: logLevel.NOTHING,
+    connectionTimeout: 3000,
+    requestTimeout: 5000,
+    retry: { retries: 0 },
+  });
+  const admin = client.admin();
+  try {
+    await admin.connect();
+    await admin.describeCluster();
+    return { ok: true };
+  } catch (err) {
+    if (/SASL|authentic/i.test((err as Error).message)) {
+      await ensureScramUser(cfg).catch(() => {});
+      return { ok: false, reason: "creating the SCRAM user" };
+    }
+    return { ok: false, reason: `SASL_SSL listener: ${(err as Error).message}` };
+  } finally {
+    await admin.disconnect().catch(() => {});
+  }
+}
+
 /** A Kafka Uuid (16 random bytes, base64url) as StorageTool expects for --cluster-id. */
 function newClusterId(): string {
   for (;;) {
@@ -111,6 +191,9 @@ export const kafka: ServerDef = {
   ports: (cfg) => [
     { port: nodeIn(cfg).port, role: "Kafka PLAINTEXT listener", env: "STACK_KAFKA_PORT" },
     { port: nodeIn(cfg).controllerPort, role: "Kafka CONTROLLER listener", env: "STACK_KAFKA_CONTROLLER_PORT" },
+    ...(cfg.secure
+      ? [{ port: cfg.kafkaSaslSslPort, role: "Kafka SASL_SSL listener", env: "STACK_KAFKA_SASL_SSL_PORT" }]
+      : []),
   ],
   endpoint: (cfg) => `${HOST}:${nodeIn(cfg).port}`,
 
@@ -137,7 +220,8 @@ export const kafka: ServerDef = {
 
     fs.mkdirSync(p.data, { recursive: true });
     const propsFile = path.join(p.dir, "server.properties");
-    fs.writeFileSync(propsFile, serverProperties(cfg, p.data));
+    if (cfg.secure) await ensureStackTls(cfg, log);
+    fs.writeFileSync(propsFile, withSecureListener(serverProperties(cfg, p.data), cfg));
 
     // Formatting twice is refused by Kafka, and reformatting would lose topics:
     // only an empty log dir gets formatted.
@@ -203,7 +287,7 @@ export const kafka: ServerDef = {
       if (!cluster.brokers.some((broker) => broker.nodeId === nodeIn(cfg).id)) {
         return { ok: false, reason: `node ${nodeIn(cfg).id} not registered with the controller yet` };
       }
-      return { ok: true };
+      return cfg.secure ? await probeSecure(cfg) : { ok: true };
     } catch (err) {
       return { ok: false, reason: (err as Error).message };
     } finally {

@@ -4,6 +4,7 @@ import neo4jDriver from "neo4j-driver";
 import { REPO_ROOT, type StackConfig } from "../config.js";
 import { cachedStep, hashInputs, maven } from "../lib/build.js";
 import { HOST } from "../lib/ports.js";
+import { ensureStackTls, stackTlsPaths } from "../lib/tls.js";
 import {
   cacheDir,
   javaOpts,
@@ -66,6 +67,7 @@ export const neo4j: ServerDef = {
       },
     });
     if (!built) log("neo4j: launcher up to date");
+    if (cfg.secure) await ensureStackTls(cfg, log);
     fs.mkdirSync(serverPaths(cfg, "neo4j").data, { recursive: true });
   },
 
@@ -89,9 +91,11 @@ export const neo4j: ServerDef = {
         p.data,
         "--bolt-address",
         `${HOST}:${cfg.neo4jBoltPort}`,
-        "--password",
-        cfg.neo4jPassword,
+        ...(cfg.secure ? ["--tls-dir", stackTlsPaths(cfg).dir] : []),
       ],
+      // The password goes through the environment, readable only by its owner, never on the command
+      // line where every user's `ps` shows it.
+      env: { ...process.env, NEO4J_PASSWORD: cfg.neo4jPassword },
       cwd: p.dir,
     };
   },

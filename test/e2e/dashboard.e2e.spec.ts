@@ -28,8 +28,11 @@ const dashboard = JSON.parse(
 const queries = dashboard.panels.flatMap((panel) =>
   (panel.targets ?? []).map((target) => ({
     name: `${panel.title} [${target.refId}]`,
-    // Grafana's variables, as the dashboard resolves them with "All" selected.
-    expr: target.expr.replaceAll("$job", JOB),
+    // A time series panel shows its range; a stat or table panel the latest value.
+    range: panel.type === "timeseries",
+    // Grafana's variables, as the dashboard resolves them with "All" selected and a 1 s scrape interval
+    // ($__rate_interval is at least four scrape intervals).
+    expr: target.expr.replaceAll("$job", JOB).replaceAll("$__rate_interval", "4s"),
   })),
 );
 
@@ -61,8 +64,17 @@ describe("Grafana dashboard queries on a real Prometheus", () => {
   let dir: string;
   let base: string;
 
+  let startedAt = 0;
   const query = async (expr: string): Promise<PromResult> => {
     const response = await fetch(`${base}/api/v1/query?query=${encodeURIComponent(expr)}`);
+    return (await response.json()) as PromResult;
+  };
+  /** What a time series panel over the whole test would draw. */
+  const queryRange = async (expr: string): Promise<PromResult> => {
+    const end = Date.now() / 1000;
+    const response = await fetch(
+      `${base}/api/v1/query_range?query=${encodeURIComponent(expr)}&start=${startedAt}&end=${end}&step=1`,
+    );
     return (await response.json()) as PromResult;
   };
 
@@ -70,8 +82,17 @@ describe("Grafana dashboard queries on a real Prometheus", () => {
     if (!existsSync(PROMETHEUS)) {
       execFileSync("bash", [join(root, "scripts/packaging/install-prometheus.sh")], { stdio: "inherit" });
     }
+    startedAt = Date.now() / 1000;
     harness = await Harness.create("dashboard");
-    const service = await harness.startProjector();
+    // The outcomes must find no agent of theirs in the graph, so that they are deferred.
+    await harness.clearGraph();
+    // Reconciliation on a short schedule (drift per tenant), and deferred records that wait long enough
+    // to be seen paused in their retry partitions.
+    const service = await harness.startProjector({
+      RECONCILE_INTERVAL_MS: "3000",
+      RETRY_BACKOFF_MS: "10000",
+      RETRY_BACKOFF_MAX_MS: "10000",
+    });
 
     dir = mkdtempSync(join(tmpdir(), "agp-prometheus-"));
     const port = await freePort();
@@ -116,7 +137,15 @@ describe("Grafana dashboard queries on a real Prometheus", () => {
     }
 
     const log = generateEventLog(11, SMALL_WORKLOAD);
-    await harness.publish([...log.registry, ...log.outcomes, ...log.escalations]);
+    // Outcomes before their agents: they are deferred, wait in the retry topic, then apply.
+    await harness.publish(log.outcomes);
+    // Long enough for a group join on a loaded machine.
+    const deferredDeadline = Date.now() + 90_000;
+    while ((await query(`sum(agp_oldest_deferred_age_seconds{job="${JOB}"})`)).data.result.length === 0) {
+      if (Date.now() > deferredDeadline) throw new Error("no outcome was deferred");
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    await harness.publish([...log.registry, ...log.escalations]);
     await harness.sendRaw(harness.names.source["outcome-created"], [{ key: "x", value: Buffer.from("not avro") }]);
     await harness.waitForCaughtUp();
     // A few more scrapes, so that rate() and increase() have samples after the work.
@@ -137,17 +166,40 @@ describe("Grafana dashboard queries on a real Prometheus", () => {
     expect(queries.length).toBeGreaterThanOrEqual(15);
   });
 
-  it.each(queries)("$name returns data", async ({ expr }) => {
+  it.each(queries)("$name returns data", async ({ expr, range }) => {
     // Series appear as the projector reports them (lag every LAG_REFRESH_MS): poll briefly.
     let last: PromResult | undefined;
     const deadline = Date.now() + 30_000;
     while (Date.now() < deadline) {
-      last = await query(expr);
+      last = await (range ? queryRange(expr) : query(expr));
       expect(last.status, `${expr}: ${last.error ?? ""}`).toBe("success");
       if (last.data.result.length > 0) break;
       await new Promise((resolve) => setTimeout(resolve, 1_000));
     }
     expect(last?.data.result.length, `no series for ${expr}`).toBeGreaterThan(0);
+  });
+
+  it("saw partitions paused and deferred records age while they waited, then both cleared", async () => {
+    const paused = await queryRange(`sum by (reason) (agp_partition_paused{job="${JOB}"})`);
+    expect(paused.data.result.map((series) => series.metric.reason)).toContain("retry-not-due");
+    const oldest = await queryRange(`max(agp_oldest_deferred_age_seconds{job="${JOB}"})`);
+    expect(oldest.data.result.length).toBeGreaterThan(0);
+    // Caught up: nothing waits in a retry topic and no partition is paused on a failure now.
+    expect((await query(`agp_oldest_deferred_age_seconds{job="${JOB}"}`)).data.result).toEqual([]);
+    expect((await query(`agp_partition_paused{job="${JOB}", reason="failure"}`)).data.result).toEqual([]);
+  });
+
+  it("measures freshness per stream and exports the build and Node versions", async () => {
+    const count = await query(`sum by (stream) (agp_freshness_seconds_count{job="${JOB}"})`);
+    expect(count.data.result.map((series) => series.metric.stream).sort()).toEqual([
+      "escalation-edge",
+      "outcome-created",
+      "registry-mutation",
+    ]);
+    const build = await query(`agp_build_info{job="${JOB}"}`);
+    expect(build.data.result[0]?.metric.node_version).toBe(process.version);
+    const drift = await query(`agp_reconcile_drift{job="${JOB}", tenant="default"}`);
+    expect(drift.data.result.length).toBeGreaterThan(0);
   });
 
   it("counts the workload and the dead-lettered record", async () => {

@@ -87,7 +87,7 @@ describe("operating the service", () => {
     );
     expect(appliedTopics).toEqual(expect.arrayContaining(Object.values(harness.names.source)));
     expect(samples(text, "agp_dead_letter_published_total")[0]?.value).toBe(1);
-    expect(samples(text, "agp_process_resident_memory_bytes")[0]?.value).toBeGreaterThan(0);
+    expect(samples(text, "process_resident_memory_bytes")[0]?.value).toBeGreaterThan(0);
 
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
     const ready = await fetch(`${url}/readyz`);

@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { CONFIG_KEYS, ConfigError, loadConfig } from "../../src/config.js";
 
@@ -13,6 +16,7 @@ describe("loadConfig", () => {
       escalationEdge: "escalation-edge",
     });
     expect(config.metrics.port).toBe(9464);
+    expect(config.metrics.host).toBe("127.0.0.1");
     expect(config.tenants).toEqual([{ tenantId: "default", database: "neo4j" }]);
     expect(config.terminalAgentIds).toEqual(["os-agt-001", "os-agt-004"]);
     expect(Object.isFrozen(config.kafka)).toBe(true);
@@ -39,6 +43,47 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ RETRY_BACKOFF_MS: "5000", RETRY_BACKOFF_MAX_MS: "100" })).toThrow(
       /^RETRY_BACKOFF_MAX_MS: /,
     );
+  });
+
+  it("reads secrets from <KEY>_FILE, refusing both forms at once", () => {
+    const dir = mkdtempSync(join(tmpdir(), "agp-config-"));
+    const file = join(dir, "password");
+    writeFileSync(file, "s3cret-from-file\n");
+    expect(loadConfig({ NEO4J_PASSWORD_FILE: file }).neo4j.password).toBe("s3cret-from-file");
+    const sasl = loadConfig({
+      KAFKA_SASL_MECHANISM: "scram-sha-512",
+      KAFKA_SASL_USERNAME: "projector",
+      KAFKA_SASL_PASSWORD_FILE: file,
+    }).kafka.sasl;
+    expect(sasl).toEqual({ mechanism: "scram-sha-512", username: "projector", password: "s3cret-from-file" });
+    expect(
+      loadConfig({ SCHEMA_REGISTRY_USERNAME: "u", SCHEMA_REGISTRY_PASSWORD_FILE: file }).registry.auth?.password,
+    ).toBe("s3cret-from-file");
+    expect(() => loadConfig({ NEO4J_PASSWORD: "x", NEO4J_PASSWORD_FILE: file })).toThrow(/^NEO4J_PASSWORD_FILE: /);
+    expect(() => loadConfig({ NEO4J_PASSWORD_FILE: join(dir, "missing") })).toThrow(
+      /^NEO4J_PASSWORD_FILE: cannot read/,
+    );
+  });
+
+  it("takes TLS files for real clusters, and refuses what would send credentials in clear", () => {
+    const dir = mkdtempSync(join(tmpdir(), "agp-config-"));
+    const pem = join(dir, "ca.pem");
+    writeFileSync(pem, "-----BEGIN CERTIFICATE-----\n");
+    const kafka = loadConfig({ KAFKA_SSL_CA_FILE: pem, KAFKA_SSL_CERT_FILE: pem, KAFKA_SSL_KEY_FILE: pem }).kafka;
+    expect(kafka.ssl).toBe(true);
+    expect(kafka.tls).toEqual({ caFile: pem, certFile: pem, keyFile: pem });
+    expect(() => loadConfig({ KAFKA_SSL_CA_FILE: join(dir, "nope.pem") })).toThrow(/^KAFKA_SSL_CA_FILE: file /);
+    expect(() => loadConfig({ KAFKA_SSL_CERT_FILE: pem })).toThrow(/^KAFKA_SSL_KEY_FILE: .* go together/);
+    const plain = { KAFKA_SASL_MECHANISM: "plain", KAFKA_SASL_USERNAME: "u", KAFKA_SASL_PASSWORD: "p" };
+    expect(() => loadConfig(plain)).toThrow(/^KAFKA_SASL_MECHANISM: SASL PLAIN without TLS/);
+    expect(loadConfig({ ...plain, KAFKA_SSL: "true" }).kafka.sasl?.mechanism).toBe("plain");
+    expect(loadConfig({ ...plain, KAFKA_ALLOW_PLAINTEXT_SASL_PLAIN: "true" }).kafka.ssl).toBe(false);
+    expect(loadConfig({ NEO4J_TRUSTED_CA_FILE: pem }).neo4j.tls.caFile).toBe(pem);
+    expect(() => loadConfig({ NEO4J_TRUSTED_CA_FILE: pem, NEO4J_URI: "neo4j+s://db:7687" })).toThrow(/^NEO4J_URI: /);
+    expect(() => loadConfig({ SCHEMA_REGISTRY_CA_FILE: pem })).toThrow(/^SCHEMA_REGISTRY_URL: /);
+    expect(
+      loadConfig({ SCHEMA_REGISTRY_CA_FILE: pem, SCHEMA_REGISTRY_URL: "https://registry:8443" }).registry.tls.caFile,
+    ).toBe(pem);
   });
 
   it("maps tenants to databases", () => {

@@ -140,6 +140,33 @@ describe("processBatch", () => {
     expect(sent).toEqual([]);
   });
 
+  it("records freshness of applied records from the event's own time to the commit", async () => {
+    const observed: number[] = [];
+    const { deps: d } = deps({
+      metrics: { ...noopMetrics, recordFreshness: (_stream, seconds) => void observed.push(...seconds) },
+      graph: {
+        // The agent exists for record 0 only: record 1 is deferred, and must not count.
+        async apply(_database, batch) {
+          return batch.map(
+            (s): StatementResult => ({
+              name: s.name,
+              records: s.name === "3.3" ? [{ i: 0, existed: false }] : [],
+              counters: NO_WRITES,
+            }),
+          );
+        },
+        read: async () => [],
+        runAutoCommit: async () => {},
+        ping: async () => {},
+        close: async () => {},
+      },
+    });
+    // created_at is 1 ms after the epoch; the clock reads 1,000,000 ms.
+    const summary = await processBatch("outcome-created", [outcomeRecord(0), outcomeRecord(1)], d);
+    expect(summary).toMatchObject({ applied: 1, deferred: 1 });
+    expect(observed).toEqual([999.999]);
+  });
+
   it("routes each tenant to its database and dead-letters tenants it does not serve", async () => {
     const databases: string[] = [];
     const { deps: d, sent } = deps({

@@ -72,11 +72,16 @@ the credentials from existing Secrets, then extraEnv.
   value: {{ printf "--max-old-space-size=%d --max-semi-space-size=16" (int .Values.nodeMaxOldSpaceMiB) | quote }}
 {{- with .Values.secrets.neo4j }}
 {{- if .existingSecret }}
+{{- if $.Values.secrets.asFiles }}
+- name: NEO4J_PASSWORD_FILE
+  value: {{ printf "%s/neo4j/%s" $.Values.secrets.mountPath .passwordKey | quote }}
+{{- else }}
 - name: NEO4J_PASSWORD
   valueFrom:
     secretKeyRef:
       name: {{ .existingSecret }}
       key: {{ .passwordKey }}
+{{- end }}
 {{- end }}
 {{- end }}
 {{- with .Values.secrets.kafkaSasl }}
@@ -86,11 +91,16 @@ the credentials from existing Secrets, then extraEnv.
     secretKeyRef:
       name: {{ .existingSecret }}
       key: {{ .usernameKey }}
+{{- if $.Values.secrets.asFiles }}
+- name: KAFKA_SASL_PASSWORD_FILE
+  value: {{ printf "%s/kafka-sasl/%s" $.Values.secrets.mountPath .passwordKey | quote }}
+{{- else }}
 - name: KAFKA_SASL_PASSWORD
   valueFrom:
     secretKeyRef:
       name: {{ .existingSecret }}
       key: {{ .passwordKey }}
+{{- end }}
 {{- end }}
 {{- end }}
 {{- with .Values.secrets.schemaRegistry }}
@@ -100,6 +110,10 @@ the credentials from existing Secrets, then extraEnv.
     secretKeyRef:
       name: {{ .existingSecret }}
       key: {{ .usernameKey }}
+{{- if $.Values.secrets.asFiles }}
+- name: SCHEMA_REGISTRY_PASSWORD_FILE
+  value: {{ printf "%s/schema-registry/%s" $.Values.secrets.mountPath .passwordKey | quote }}
+{{- else }}
 - name: SCHEMA_REGISTRY_PASSWORD
   valueFrom:
     secretKeyRef:
@@ -107,7 +121,45 @@ the credentials from existing Secrets, then extraEnv.
       key: {{ .passwordKey }}
 {{- end }}
 {{- end }}
+{{- end }}
 {{- with .Values.extraEnv }}
 {{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* Read-only mounts of the TLS files and (secrets.asFiles) the credential Secrets, after /tmp. */}}
+{{- define "agp.fileMounts" -}}
+{{- if .Values.tlsFiles.existingSecret }}
+- name: tls-files
+  mountPath: {{ .Values.tlsFiles.mountPath }}
+  readOnly: true
+{{- end }}
+{{- if .Values.secrets.asFiles }}
+{{- range $dir, $secret := dict "neo4j" .Values.secrets.neo4j "kafka-sasl" .Values.secrets.kafkaSasl "schema-registry" .Values.secrets.schemaRegistry }}
+{{- if $secret.existingSecret }}
+- name: secret-{{ $dir }}
+  mountPath: {{ printf "%s/%s" $.Values.secrets.mountPath $dir }}
+  readOnly: true
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "agp.fileVolumes" -}}
+{{- if .Values.tlsFiles.existingSecret }}
+- name: tls-files
+  secret:
+    secretName: {{ .Values.tlsFiles.existingSecret }}
+    defaultMode: 0440
+{{- end }}
+{{- if .Values.secrets.asFiles }}
+{{- range $dir, $secret := dict "neo4j" .Values.secrets.neo4j "kafka-sasl" .Values.secrets.kafkaSasl "schema-registry" .Values.secrets.schemaRegistry }}
+{{- if $secret.existingSecret }}
+- name: secret-{{ $dir }}
+  secret:
+    secretName: {{ $secret.existingSecret }}
+    defaultMode: 0440
+{{- end }}
+{{- end }}
 {{- end }}
 {{- end }}

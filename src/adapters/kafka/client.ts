@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import {
   Kafka,
   type KafkaConfig,
@@ -17,7 +18,7 @@ export function createKafka(config: Config["kafka"], logger: Logger): Kafka {
   const options: KafkaConfig = {
     clientId: config.clientId,
     brokers: [...config.brokers],
-    ssl: config.ssl,
+    ssl: kafkaTls(config),
     connectionTimeout: 5_000,
     requestTimeout: 30_000,
     retry: { initialRetryTime: 300, retries: 8, maxRetryTime: 10_000 },
@@ -35,8 +36,23 @@ export function createKafka(config: Config["kafka"], logger: Logger): Kafka {
         else logger.debug(entry, String(message));
       },
   };
-  if (config.sasl) options.sasl = config.sasl as SASLOptions;
+  // A copy: kafkajs writes into its SASL options, and the configuration is frozen.
+  if (config.sasl) options.sasl = { ...config.sasl } as SASLOptions;
   return new Kafka(options);
+}
+
+/**
+ * TLS towards the brokers: the system's CAs (`true`), or the CA file alone and, for mutual TLS, the
+ * client certificate and key, read once at start.
+ */
+function kafkaTls(config: Config["kafka"]): KafkaConfig["ssl"] {
+  if (!config.ssl) return false;
+  const { caFile, certFile, keyFile } = config.tls;
+  if (!caFile && !certFile) return true;
+  return {
+    ...(caFile ? { ca: [readFileSync(caFile, "utf8")] } : {}),
+    ...(certFile && keyFile ? { cert: readFileSync(certFile, "utf8"), key: readFileSync(keyFile, "utf8") } : {}),
+  };
 }
 
 /**

@@ -5,7 +5,7 @@ import { HEADER, headerNumber } from "../../pipeline/headers.js";
 import { type BatchDeps, processBatch } from "../../pipeline/process-batch.js";
 import type { Clock, Logger, SourceRecord, Stream } from "../../ports.js";
 import { consumedTopics, roleOfTopic, type TopicNames } from "../../topics.js";
-import type { PrometheusMetrics } from "../metrics/prometheus.js";
+import type { PauseReason, PrometheusMetrics } from "../metrics/prometheus.js";
 
 export interface ConsumerOptions {
   readonly groupId: string;
@@ -101,17 +101,54 @@ export function createProjectorConsumer(
   );
   const heldPauses = new Map<NodeJS.Timeout, { stream: Stream; resume: () => void }>();
 
-  const pauseUntil = (resume: () => void, ms: number, heldStream?: Stream) => {
+  /**
+   * Pauses one partition for `ms` and says so: the paused-partition metric, and a log line with the
+   * reason (a failure's own warning is logged where it happens; a retry that is not due yet is routine).
+   */
+  const pauseUntil = (
+    topic: string,
+    partition: number,
+    resume: () => void,
+    ms: number,
+    reason: PauseReason,
+    heldStream?: Stream,
+  ) => {
+    const resumeAndReport = () => {
+      deps.metrics.setPaused(topic, partition, undefined);
+      resume();
+    };
     const timer = setTimeout(() => {
       timers.delete(timer);
       heldPauses.delete(timer);
-      resume();
+      resumeAndReport();
     }, ms);
     timers.add(timer);
-    if (heldStream) heldPauses.set(timer, { stream: heldStream, resume });
+    if (heldStream) heldPauses.set(timer, { stream: heldStream, resume: resumeAndReport });
+    deps.metrics.setPaused(topic, partition, reason);
+    if (reason === "catch-up-hold")
+      deps.logger.info(
+        { topic, partition, reason, pauseMs: ms, stream: heldStream },
+        "partition paused: an upstream stream is catching up",
+      );
+    else if (reason === "retry-not-due")
+      deps.logger.debug({ topic, partition, reason, pauseMs: ms }, "partition paused until its next retry is due");
   };
-  const pauseFor = (payload: EachBatchPayload, ms: number, heldStream?: Stream) =>
-    pauseUntil(payload.pause(), ms, heldStream);
+  const pauseFor = (payload: EachBatchPayload, ms: number, reason: PauseReason, heldStream?: Stream) =>
+    pauseUntil(payload.batch.topic, payload.batch.partition, payload.pause(), ms, reason, heldStream);
+
+  /** Drops the per-partition series of partitions this instance no longer owns. */
+  const forgetRevoked = (before: ReadonlyMap<string, number[]>, after: ReadonlyMap<string, number[]>) => {
+    for (const [topic, partitions] of before) {
+      const kept = new Set(after.get(topic) ?? []);
+      for (const partition of partitions) {
+        if (kept.has(partition)) continue;
+        deps.metrics.setPaused(topic, partition, undefined);
+        deps.metrics.setConsecutiveFailures(topic, partition, 0);
+        deps.metrics.setOldestDeferred(topic, partition, undefined);
+        failures.delete(`${topic}/${partition}`);
+      }
+    }
+  };
 
   /** Pauses, before the first fetch after a join, the partitions of streams the catch-up holds back. */
   const holdOnJoin = (assignment: Record<string, number[]>) => {
@@ -120,7 +157,14 @@ export function createProjectorConsumer(
       if (role?.role !== "source" || !options.isHeld?.(role.stream)) continue;
       consumer.pause([{ topic, partitions }]);
       for (const partition of partitions) {
-        pauseUntil(() => consumer.resume([{ topic, partitions: [partition] }]), HOLD_PAUSE_MS, role.stream);
+        pauseUntil(
+          topic,
+          partition,
+          () => consumer.resume([{ topic, partitions: [partition] }]),
+          HOLD_PAUSE_MS,
+          "catch-up-hold",
+          role.stream,
+        );
       }
     }
   };
@@ -132,7 +176,7 @@ export function createProjectorConsumer(
     progressAt = deps.clock.now();
     if (!role || role.role === "dead-letter" || batch.messages.length === 0) return;
     if (role.role === "source" && options.isHeld?.(role.stream)) {
-      pauseFor(payload, HOLD_PAUSE_MS, role.stream);
+      pauseFor(payload, HOLD_PAUSE_MS, "catch-up-hold", role.stream);
       return;
     }
     deps.metrics.recordConsumed(batch.topic, batch.partition, batch.messages.length);
@@ -160,10 +204,13 @@ export function createProjectorConsumer(
         if (notDue >= 0) {
           const head = chunk[notDue] as SourceRecord;
           waitUntil = headerNumber(head.headers, HEADER.notBefore);
-          const firstSeen = headerNumber(head.headers, HEADER.firstSeen) ?? now;
-          deps.metrics.setOldestDeferredAge(batch.topic, Math.max(0, (now - firstSeen) / 1000));
+          deps.metrics.setOldestDeferred(
+            batch.topic,
+            batch.partition,
+            headerNumber(head.headers, HEADER.firstSeen) ?? now,
+          );
           chunk = chunk.slice(0, notDue);
-        }
+        } else deps.metrics.setOldestDeferred(batch.topic, batch.partition, undefined);
       }
       if (chunk.length > 0) {
         // A batch may take longer than the session timeout (a queue behind the serial stream, a batch
@@ -176,6 +223,7 @@ export function createProjectorConsumer(
         } catch (error) {
           const attempt = (failures.get(partitionKey) ?? 0) + 1;
           failures.set(partitionKey, attempt);
+          deps.metrics.setConsecutiveFailures(batch.topic, batch.partition, attempt);
           if (classify(error) === "fatal") {
             deps.logger.error(
               { topic: batch.topic, partition: batch.partition, offset: chunk[0]?.offset, error: errorMessage(error) },
@@ -192,16 +240,18 @@ export function createProjectorConsumer(
               offset: chunk[0]?.offset,
               attempt,
               pauseMs,
+              reason: "failure",
               error: errorMessage(error),
             },
             "infrastructure failure; partition paused, will retry from the same record",
           );
-          pauseFor(payload, pauseMs);
+          pauseFor(payload, pauseMs, "failure");
           return;
         } finally {
           clearInterval(heartbeat);
         }
         failures.delete(partitionKey);
+        deps.metrics.setConsecutiveFailures(batch.topic, batch.partition, 0);
         const lastOffset = (chunk.at(-1) as SourceRecord).offset;
         payload.resolveOffset(lastOffset);
         await payload.commitOffsetsIfNecessary();
@@ -212,7 +262,7 @@ export function createProjectorConsumer(
         if (role.role === "source") options.onCommitted?.(role.stream);
       }
       if (waitUntil !== undefined) {
-        pauseFor(payload, Math.max(50, Math.min(waitUntil - deps.clock.now(), MAX_PAUSE_MS)));
+        pauseFor(payload, Math.max(50, Math.min(waitUntil - deps.clock.now(), MAX_PAUSE_MS)), "retry-not-due");
         return;
       }
     }
@@ -221,7 +271,9 @@ export function createProjectorConsumer(
   consumer.on(consumer.events.GROUP_JOIN, (event) => {
     joined = true;
     deps.metrics.recordRebalance();
+    const before = currentAssignment;
     currentAssignment = new Map(Object.entries(event.payload.memberAssignment));
+    forgetRevoked(before, currentAssignment);
     // Another instance may have moved a partition we owned before; start its view afresh.
     positions.clear();
     holdOnJoin(event.payload.memberAssignment);

@@ -12,14 +12,37 @@ export interface PrometheusMetrics extends Metrics {
   recordRebalance(): void;
   setLag(topic: string, partition: number, lag: number): void;
   dropLag(topic: string, partition: number): void;
-  setOldestDeferredAge(topic: string, seconds: number): void;
-  setDrift(kind: string, count: number): void;
+  /**
+   * The retry partition's head record that is not yet due was first seen at `firstSeenMs`; its age is
+   * computed at each scrape. `undefined` when nothing waits there (or the partition is not ours).
+   */
+  setOldestDeferred(topic: string, partition: number, firstSeenMs: number | undefined): void;
+  /** The partition is paused for `reason` (failure, catch-up-hold, retry-not-due); `undefined`: resumed. */
+  setPaused(topic: string, partition: number, reason: PauseReason | undefined): void;
+  /** Infrastructure failures in a row on the partition; 0 after a batch succeeds. */
+  setConsecutiveFailures(topic: string, partition: number, count: number): void;
+  setDrift(tenant: string, kind: string, count: number): void;
+  /** The last readiness check's answer (see /readyz). */
+  setReady(ready: boolean): void;
   recordDeadLetterPublished(topic: string): void;
 }
 
-export function createPrometheusMetrics(): PrometheusMetrics {
+export type PauseReason = "failure" | "catch-up-hold" | "retry-not-due";
+
+/** Histogram buckets for freshness: from a sub-second live path up to a day-old backlog. */
+const FRESHNESS_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900, 1800, 3600, 10800, 86400];
+
+/**
+ * Node's default process metrics keep their usual names (`process_resident_memory_bytes`,
+ * `nodejs_eventloop_lag_p99_seconds`, …) so that stock Node.js dashboards work; the service's own
+ * metrics carry the `agp_` prefix.
+ */
+export function createPrometheusMetrics(
+  build: { version: string; nodeVersion?: string; retryMaxAgeMs?: number } = { version: "unknown" },
+  now: () => number = Date.now,
+): PrometheusMetrics {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: METRIC_PREFIX });
+  collectDefaultMetrics({ register: registry });
   const p = (name: string) => `${METRIC_PREFIX}${name}`;
   const consumed = new Counter({
     name: p("records_consumed_total"),
@@ -86,18 +109,63 @@ export function createPrometheusMetrics(): PrometheusMetrics {
     labelNames: ["topic"],
     registers: [registry],
   });
-  const oldestDeferred = new Gauge({
+  const waitingSince = new Map<string, { topic: string; partition: string; firstSeen: number }>();
+  new Gauge({
     name: p("oldest_deferred_age_seconds"),
-    help: "Age of the oldest record waiting in a retry topic (0 when none waits).",
-    labelNames: ["topic"],
+    help: "Per retry partition, age (now minus first seen) of the first record waiting to fall due; absent when none waits.",
+    labelNames: ["topic", "partition"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      const at = now();
+      for (const { topic, partition, firstSeen } of waitingSince.values())
+        this.set({ topic, partition }, Math.max(0, (at - firstSeen) / 1000));
+    },
+  });
+  const paused = new Gauge({
+    name: p("partition_paused"),
+    help: "1 while the partition is paused, by reason: failure (infrastructure), catch-up-hold, retry-not-due.",
+    labelNames: ["topic", "partition", "reason"],
+    registers: [registry],
+  });
+  const pausedReason = new Map<string, PauseReason>();
+  const consecutiveFailures = new Gauge({
+    name: p("partition_consecutive_failures"),
+    help: "Infrastructure failures in a row on the partition (0 once a batch succeeds).",
+    labelNames: ["topic", "partition"],
+    registers: [registry],
+  });
+  const freshness = new Histogram({
+    name: p("freshness_seconds"),
+    help: "Per stream, the graph's commit time minus the applied event's own time (occurred_at, created_at, observed_at).",
+    labelNames: ["stream"],
+    buckets: FRESHNESS_BUCKETS,
     registers: [registry],
   });
   const drift = new Gauge({
     name: p("reconcile_drift"),
-    help: "Differences the last reconciliation found between the registry topic and the graph, by kind.",
-    labelNames: ["kind"],
+    help: "Differences the last reconciliation found between the registry topic and the graph, by tenant and kind.",
+    labelNames: ["tenant", "kind"],
     registers: [registry],
   });
+  new Gauge({
+    name: p("build_info"),
+    help: "Always 1; the labels name the running version and Node.js version.",
+    labelNames: ["version", "node_version"],
+    registers: [registry],
+  }).set({ version: build.version, node_version: build.nodeVersion ?? process.version }, 1);
+  const ready = new Gauge({
+    name: p("ready"),
+    help: "1 when the last readiness check passed (group joined, Neo4j and the registry answering), else 0.",
+    registers: [registry],
+  });
+  ready.set(0);
+  if (build.retryMaxAgeMs !== undefined)
+    new Gauge({
+      name: p("retry_max_age_seconds"),
+      help: "RETRY_MAX_AGE_MS in seconds: how long a deferred record may wait before it is dead-lettered.",
+      registers: [registry],
+    }).set(build.retryMaxAgeMs / 1000);
   const dlqPublished = new Counter({
     name: p("dead_letter_published_total"),
     help: "Records written to a dead-letter topic.",
@@ -132,12 +200,33 @@ export function createPrometheusMetrics(): PrometheusMetrics {
     recordApplied(topic, timestampMs) {
       if (Number.isFinite(timestampMs)) lastApplied.set({ topic }, timestampMs / 1000);
     },
+    recordFreshness(stream, seconds) {
+      const child = freshness.labels({ stream });
+      for (const value of seconds) child.observe(value);
+    },
     recordConsumed: (topic, _partition, count) => consumed.inc({ topic }, count),
     recordRebalance: () => rebalances.inc(),
     setLag: (topic, partition, value) => lag.set({ topic, partition: String(partition) }, value),
     dropLag: (topic, partition) => lag.remove({ topic, partition: String(partition) }),
-    setOldestDeferredAge: (topic, seconds) => oldestDeferred.set({ topic }, seconds),
-    setDrift: (kind, count) => drift.set({ kind }, count),
+    setOldestDeferred(topic, partition, firstSeenMs) {
+      const key = `${topic}/${partition}`;
+      if (firstSeenMs === undefined) waitingSince.delete(key);
+      else waitingSince.set(key, { topic, partition: String(partition), firstSeen: firstSeenMs });
+    },
+    setPaused(topic, partition, reason) {
+      const key = `${topic}/${partition}`;
+      const before = pausedReason.get(key);
+      if (before === reason) return;
+      if (before) paused.remove({ topic, partition: String(partition), reason: before });
+      if (reason) {
+        pausedReason.set(key, reason);
+        paused.set({ topic, partition: String(partition), reason }, 1);
+      } else pausedReason.delete(key);
+    },
+    setConsecutiveFailures: (topic, partition, count) =>
+      consecutiveFailures.set({ topic, partition: String(partition) }, count),
+    setDrift: (tenant, kind, count) => drift.set({ tenant, kind }, count),
+    setReady: (ok) => ready.set(ok ? 1 : 0),
     recordDeadLetterPublished: (topic) => dlqPublished.inc({ topic }),
   };
 }

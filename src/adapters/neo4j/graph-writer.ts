@@ -14,7 +14,23 @@ export function createDriver(config: Config["neo4j"]): Driver {
     maxTransactionRetryTime: 15_000,
     userAgent: "agent-graph-projector",
     disableLosslessIntegers: false,
+    ...neo4jTls(config.tls),
   });
+}
+
+/**
+ * With a CA file (and/or a client certificate for mutual TLS) on a bolt:// or neo4j:// URI, the driver
+ * encrypts and trusts only that CA; without, the URI's scheme decides (`+s`: system CAs).
+ */
+function neo4jTls(tls: Config["neo4j"]["tls"]): Partial<Parameters<typeof neo4j.driver>[2]> {
+  if (!tls.caFile && !tls.certFile) return {};
+  return {
+    encrypted: "ENCRYPTION_ON",
+    ...(tls.caFile
+      ? { trust: "TRUST_CUSTOM_CA_SIGNED_CERTIFICATES", trustedCertificates: [tls.caFile] }
+      : { trust: "TRUST_SYSTEM_CA_SIGNED_CERTIFICATES" }),
+    ...(tls.certFile && tls.keyFile ? { clientCertificate: { certfile: tls.certFile, keyfile: tls.keyFile } } : {}),
+  };
 }
 
 /** How long one batch may keep retrying transient failures before the caller's pause takes over. */

@@ -1,3 +1,6 @@
+import { readFileSync } from "node:fs";
+import http from "node:http";
+import https from "node:https";
 import { SchemaRegistry } from "@kafkajs/confluent-schema-registry";
 import avro from "avsc";
 import { TimeoutMiddleware } from "mappersmith/middleware/timeout";
@@ -15,13 +18,43 @@ const HEADER_BYTES = 5;
  * answers must surface as a transient failure (the partition pauses and retries), not hang a batch.
  */
 export function createSchemaRegistry(config: Config["registry"], timeoutMs = 5_000): SchemaRegistry {
+  const agent = agentFor(config);
   return new SchemaRegistry({
     host: config.url,
     ...(config.auth ? { auth: config.auth } : {}),
+    ...(agent ? { agent } : {}),
     retry: { retries: 2, maxRetryTimeInSecs: 2 },
     // The client and this import see mappersmith through different (CJS/ESM) type declarations.
     middlewares: [TimeoutMiddleware(timeoutMs) as never],
   });
+}
+
+const agents = new WeakMap<Config["registry"], https.Agent | undefined>();
+
+/** The registry's TLS agent, made once per configuration. */
+function agentFor(config: Config["registry"]): https.Agent | undefined {
+  if (!agents.has(config)) agents.set(config, registryAgent(config));
+  return agents.get(config);
+}
+
+/** An HTTPS agent trusting the configured CA file (and presenting the client certificate), if any. */
+function registryAgent(config: Config["registry"]): https.Agent | undefined {
+  const { caFile, certFile, keyFile } = config.tls;
+  if (!caFile && !certFile) return undefined;
+  return new https.Agent({
+    keepAlive: true,
+    ...(caFile ? { ca: readFileSync(caFile, "utf8") } : {}),
+    ...(certFile && keyFile ? { cert: readFileSync(certFile, "utf8"), key: readFileSync(keyFile, "utf8") } : {}),
+  });
+}
+
+/** Readiness: the same authenticated `GET /subjects` as start-up, answered 2xx within `timeoutMs`. */
+export function createRegistryPing(config: Config["registry"], timeoutMs: number): () => Promise<boolean> {
+  return () =>
+    checkRegistry(config, timeoutMs).then(
+      () => true,
+      () => false,
+    );
 }
 
 export interface DecoderOptions {
@@ -143,40 +176,57 @@ async function registryRequest(
   timeoutMs = 5_000,
 ): Promise<RegistryAnswer> {
   const headers: Record<string, string> = { accept: "application/vnd.schemaregistry.v1+json, application/json" };
-  if (body !== undefined) headers["content-type"] = "application/vnd.schemaregistry.v1+json";
+  const payload = body === undefined ? undefined : JSON.stringify(body);
+  if (payload !== undefined) {
+    headers["content-type"] = "application/vnd.schemaregistry.v1+json";
+    headers["content-length"] = String(Buffer.byteLength(payload));
+  }
   if (config.auth) {
     const token = Buffer.from(`${config.auth.username}:${config.auth.password}`).toString("base64");
     headers.authorization = `Basic ${token}`;
   }
   const url = `${config.url.replace(/\/$/, "")}${path}`;
-  let response: Response;
+  const agent = agentFor(config);
+  const client = url.startsWith("https:") ? https : http;
+  let status: number;
+  let text: string;
   try {
-    response = await fetch(url, {
-      method,
-      headers,
-      signal: AbortSignal.timeout(timeoutMs),
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
+    ({ status, text } = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const request = client.request(
+        url,
+        { method, headers, timeout: timeoutMs, ...(agent ? { agent } : {}) },
+        (response) => {
+          let data = "";
+          response.setEncoding("utf8");
+          response.on("data", (chunk: string) => (data += chunk));
+          response.on("end", () => resolve({ status: response.statusCode ?? 0, text: data }));
+          response.on("error", reject);
+        },
+      );
+      request.on("timeout", () => request.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+      request.on("error", reject);
+      request.end(payload);
+    }));
   } catch (error) {
-    const cause = (error as { cause?: { message?: string } }).cause?.message ?? (error as Error).message;
-    throw new TransientError(`schema registry at ${config.url} unreachable: ${cause}`, { cause: error });
+    throw new TransientError(`schema registry at ${config.url} unreachable: ${(error as Error).message}`, {
+      cause: error,
+    });
   }
-  const text = await response.text();
   let parsed: Record<string, unknown> = {};
   try {
     parsed = text === "" ? {} : (JSON.parse(text) as Record<string, unknown>);
   } catch {
     parsed = { message: text.slice(0, 500) };
   }
-  if (response.status === 401 || response.status === 403) {
-    throw new FatalError(`schema registry at ${config.url} refused our credentials (HTTP ${response.status})`);
+  if (status === 401 || status === 403) {
+    throw new FatalError(`schema registry at ${config.url} refused our credentials (HTTP ${status})`);
   }
-  if (response.status >= 500) {
+  if (status >= 500) {
     throw new TransientError(
-      `schema registry at ${config.url} answered HTTP ${response.status}: ${String(parsed.message ?? "")}`,
+      `schema registry at ${config.url} answered HTTP ${status}: ${String(parsed.message ?? "")}`,
     );
   }
-  return { status: response.status, body: parsed };
+  return { status, body: parsed };
 }
 
 /** Resolves when the registry answers an authenticated request; readiness and start-up ask it. */

@@ -13,6 +13,9 @@ import org.neo4j.configuration.connectors.BoltConnectorInternalSettings;
 import org.neo4j.configuration.connectors.HttpConnector;
 import org.neo4j.configuration.connectors.HttpsConnector;
 import org.neo4j.configuration.helpers.SocketAddress;
+import org.neo4j.configuration.ssl.ClientAuth;
+import org.neo4j.configuration.ssl.SslPolicyConfig;
+import org.neo4j.configuration.ssl.SslPolicyScope;
 import org.neo4j.dbms.api.DatabaseManagementService;
 import org.neo4j.dbms.api.DatabaseManagementServiceBuilder;
 import org.neo4j.graphdb.GraphDatabaseService;
@@ -22,8 +25,10 @@ import org.neo4j.io.ByteUnit;
 /**
  * Runs a Neo4j Community DBMS in this JVM with Bolt and authentication enabled, until SIGTERM/SIGINT.
  *
- * <p>Usage: {@code --home DIR --bolt-address HOST:PORT --password PW}
- * (env fallbacks: NEO4J_HOME_DIR, NEO4J_BOLT_ADDRESS, NEO4J_PASSWORD).
+ * <p>Usage: {@code --home DIR --bolt-address HOST:PORT}, the password in the environment variable
+ * {@code NEO4J_PASSWORD} (so that it does not show in the process list); {@code --password PW} also works.
+ * (env fallbacks: NEO4J_HOME_DIR, NEO4J_BOLT_ADDRESS, NEO4J_PASSWORD). With {@code --tls-dir DIR}
+ * (holding {@code server.key}, PKCS#8 PEM, and {@code server.crt}) Bolt also accepts TLS connections.
  */
 public final class Neo4jLauncher {
   private static final String USER = "neo4j";
@@ -34,22 +39,40 @@ public final class Neo4jLauncher {
     String boltAddress = option(opts, "--bolt-address", "NEO4J_BOLT_ADDRESS", "127.0.0.1:7687");
     String password = option(opts, "--password", "NEO4J_PASSWORD", null);
     if (home == null || password == null) {
-      fail("usage: Neo4jLauncher --home DIR [--bolt-address HOST:PORT] --password PW");
+      fail("usage: NEO4J_PASSWORD=PW Neo4jLauncher --home DIR [--bolt-address HOST:PORT]");
     }
     // Neo4j rejects shorter passwords anyway, but only after the DBMS is up; fail before that.
     if (password.length() < 8) {
       fail("password must be at least 8 characters (Neo4j's default minimum)");
     }
     SocketAddress bolt = parseAddress(boltAddress);
+    String tlsDir = option(opts, "--tls-dir", "NEO4J_TLS_DIR", null);
 
+    DatabaseManagementServiceBuilder builder =
+        new DatabaseManagementServiceBuilder(Path.of(home).toAbsolutePath());
+    if (tlsDir != null) {
+      // Secured stack mode: TLS offered on the same Bolt port; plain clients still connect.
+      SslPolicyConfig bolt_tls = SslPolicyConfig.forScope(SslPolicyScope.BOLT);
+      Path dir = Path.of(tlsDir).toAbsolutePath();
+      builder
+          .setConfig(bolt_tls.enabled, true)
+          .setConfig(bolt_tls.base_directory, dir)
+          .setConfig(bolt_tls.private_key, dir.resolve("server.key"))
+          .setConfig(bolt_tls.public_certificate, dir.resolve("server.crt"))
+          .setConfig(bolt_tls.client_auth, ClientAuth.NONE);
+    }
     DatabaseManagementService dbms =
-        new DatabaseManagementServiceBuilder(Path.of(home).toAbsolutePath())
+        builder
             .setConfig(BoltConnector.enabled, true)
             .setConfig(BoltConnector.listen_address, bolt)
             // What the routing table names (neo4j:// URIs): without it, localhost:7687, whatever
             // listens there.
             .setConfig(BoltConnector.advertised_address, bolt)
-            .setConfig(BoltConnector.encryption_level, BoltConnector.EncryptionLevel.DISABLED)
+            .setConfig(
+                BoltConnector.encryption_level,
+                tlsDir == null
+                    ? BoltConnector.EncryptionLevel.DISABLED
+                    : BoltConnector.EncryptionLevel.OPTIONAL)
             // The embedded API bypasses auth; this only affects Bolt clients.
             .setConfig(GraphDatabaseSettings.auth_enabled, true)
             // Bolt waits 5s + 5s for idle threads/connections on shutdown by default, long after the

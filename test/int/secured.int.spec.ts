@@ -1,0 +1,119 @@
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadConfig } from "../../src/config.js";
+import { createLogger } from "../../src/logger.js";
+import { diffGraphs } from "../../src/model/graph.js";
+import { startService } from "../../src/service.js";
+import { generateEventLog, SMALL_WORKLOAD } from "../../src/workload/generate.js";
+import { loadConfig as loadStackConfig } from "../../stack/config.js";
+import { secureProjectorEnv } from "../../stack/secure.js";
+import { Harness } from "../support/harness.js";
+import { referenceGraph } from "../support/reference-model.js";
+
+// The secured endpoints exist when the project's local stack runs in secured mode (STACK_SECURE=1, as
+// CI runs it); against other servers there is nothing secured to test.
+const localSecureStack =
+  process.env.STACK_SECURE !== undefined &&
+  ["1", "true"].includes(process.env.STACK_SECURE) &&
+  !process.env.KAFKA_BROKERS &&
+  process.env.STACK !== "testcontainers";
+
+/**
+ * The projector end to end over TLS everywhere: Kafka's SASL_SSL listener with SCRAM-SHA-512, Neo4j
+ * Bolt with TLS, the registry over HTTPS, each trusting only the stack's own CA. Topics are created
+ * and events published by the harness over the plain listener, as a producer on another network would.
+ * A wrong password or a certificate from another CA stops the start-up with an error naming the cause.
+ */
+describe.skipIf(!localSecureStack)("the projector against the secured stack", () => {
+  let harness: Harness;
+  let secure: Record<string, string>;
+  let otherCa: string;
+  let dir: string;
+
+  beforeAll(async () => {
+    secure = secureProjectorEnv(loadStackConfig(process.env));
+    harness = await Harness.create("secured");
+    await harness.clearGraph();
+    dir = mkdtempSync(join(tmpdir(), "agp-other-ca-"));
+    otherCa = join(dir, "other-ca.crt");
+    execFileSync(
+      "openssl",
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=someone else's CA",
+        "-keyout",
+        join(dir, "other-ca.key"),
+        "-out",
+        otherCa,
+      ],
+      { stdio: "ignore" },
+    );
+  });
+  afterAll(async () => {
+    await harness?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** Starts a projector on the secured endpoints (with overrides) and returns its start-up error, if any. */
+  const startupError = async (overrides: Record<string, string>): Promise<Error | undefined> => {
+    const config = loadConfig({ ...harness.env, ...secure, ...overrides });
+    const started = Date.now();
+    try {
+      const service = await startService(config, createLogger("silent"));
+      await service.stop("test");
+      return undefined;
+    } catch (error) {
+      // Bounded: a misconfiguration must not look like a slow server.
+      expect(Date.now() - started).toBeLessThan(60_000);
+      return error as Error;
+    }
+  };
+
+  it("projects a workload over SASL_SSL, Bolt TLS and registry HTTPS into the graph the model expects", async () => {
+    const service = await harness.startProjector(secure);
+    const log = generateEventLog(21, SMALL_WORKLOAD);
+    const events = [...log.registry, ...log.outcomes, ...log.escalations];
+    await harness.publish(events);
+    // Generous: TLS on every hop of a loaded two-core machine; the projector is not measured here.
+    await harness.waitForCaughtUp(240_000);
+    expect(diffGraphs(referenceGraph(events), await harness.dump())).toEqual([]);
+    const ready = await fetch(`http://127.0.0.1:${service.metricsPort}/readyz`);
+    expect(await ready.json()).toMatchObject({ status: "ok", neo4j: true, registry: true });
+    await harness.stopProjectors();
+  }, 300_000);
+
+  it("a wrong SCRAM password fails the start-up with Kafka's authentication error", async () => {
+    const error = await startupError({ KAFKA_SASL_PASSWORD: "not-the-password" });
+    expect(error?.message).toMatch(/SASL SCRAM SHA512 authentication failed/);
+  }, 90_000);
+
+  it("a broker certificate from an untrusted CA fails the start-up with a TLS error", async () => {
+    const error = await startupError({ KAFKA_SSL_CA_FILE: otherCa });
+    expect(error?.message).toMatch(/certificate/i);
+  }, 90_000);
+
+  it("a Neo4j certificate from an untrusted CA fails the start-up with a TLS error", async () => {
+    const error = await startupError({ NEO4J_TRUSTED_CA_FILE: otherCa });
+    expect(error?.message).toMatch(/certificate|trust/i);
+  }, 90_000);
+
+  it("a registry certificate from an untrusted CA fails the start-up with a TLS error", async () => {
+    const error = await startupError({ SCHEMA_REGISTRY_CA_FILE: otherCa });
+    expect(error?.message).toMatch(/certificate/i);
+  }, 90_000);
+
+  it("a wrong Neo4j password over TLS fails the start-up with Neo4j's authentication error", async () => {
+    const error = await startupError({ NEO4J_PASSWORD: "not-the-password" });
+    expect(error?.message).toMatch(/authentication|unauthorized/i);
+  }, 90_000);
+});
