@@ -61,7 +61,10 @@ export const PEER_STATEMENTS: Record<Stream, string> = {
   // ESCALATED_TO, then §3.4 (whose own MATCH keeps only outcomes produced by two different agents).
   "escalation-edge": [
     `WITH event {.*, first_observed_at: ${millis("observed_at")}, last_observed_at: ${millis("observed_at")}} AS row`,
-    body(ESCALATED_TO, "WITH row, source, target\nOPTIONAL MATCH"),
+    // The connector binds its own batch variable as `e`: ESCALATED_TO's `e` becomes `escalated`.
+    body(ESCALATED_TO, "WITH row, source, target\nOPTIONAL MATCH")
+      .replace("[e:ESCALATED_TO]", "[escalated:ESCALATED_TO]")
+      .replace(/\be\.observed_at\b/g, "escalated.observed_at"),
     "WITH row",
     body(ESCALATION_OBSERVED),
   ].join("\n"),
