@@ -6,7 +6,9 @@
  *   - the baseline: one record per transaction with the spec's per-record Cypher (on a sample);
  *   - the projector as 1, 2 and 3 `agent-graph-projector run` child processes in one group, from the
  *     first fetch to zero lag: records/s overall and per topic, batch latency, peak RSS, transactions;
- *   - a soak at a steady produce rate: RSS and lag every 10 s, and their trend.
+ *   - a soak at a steady produce rate: RSS and lag every 10 s, and their trend;
+ *   - the peer, Neo4j's own Kafka Connect sink carrying the same §3 statements (bench/peer), taking
+ *     turns with the projector, and both systems' graphs against the reference model (correctness).
  * Results go to bench/results/<timestamp>.json and bench/results/latest.svg (bench/README.md).
  */
 import fs from "node:fs";
@@ -39,6 +41,10 @@ import {
 import { type ProjectorProcess, startProjector } from "./lib/projector.js";
 import { histogramQuantile, quantile, type Sample, slope, sumSamples, total } from "./lib/prom.js";
 import { renderChart } from "./lib/svg.js";
+import { type CorrectnessRow, runCorrectness } from "./peer/correctness.js";
+import { buildPeerForStack, loadPeerEnv } from "./peer/peer.js";
+import { type PeerRunResult, type PeerSetup, runPeer } from "./peer/run.js";
+import { apicurioApiUrl } from "./peer/worker.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -60,6 +66,9 @@ const { values: flags } = parseArgs({
     "keep-graph": { type: "boolean", default: false },
     "keep-topics": { type: "boolean", default: false },
     "skip-warmup": { type: "boolean", default: false },
+    "skip-peer": { type: "boolean", default: false },
+    "peer-config": { type: "string" },
+    "skip-correctness": { type: "boolean", default: false },
     env: { type: "string", multiple: true, default: [] },
     label: { type: "string", default: "" },
     out: { type: "string" },
@@ -190,6 +199,34 @@ async function main(): Promise<void> {
     registry: pidListeningOn(portOf(config.registry.url, 8081)),
   };
 
+  // ---- the peer: Neo4j's Kafka Connect sink, built (or found cached) before any clock starts ----
+  let peerSetup: PeerSetup | undefined;
+  if (!flags["skip-peer"]) {
+    const { loadConfig: loadStackConfig } = await import("../stack/config.js");
+    const stack = loadStackConfig(process.env);
+    const peerEnv = loadPeerEnv(process.env);
+    const artifacts = await buildPeerForStack(process.env, say);
+    say(`peer: Neo4j Connector for Apache Kafka ${artifacts.connectorVersion} in Kafka Connect (standalone)`);
+    peerSetup = {
+      artifacts,
+      java: stack.java,
+      workDir: path.join(stack.home, "bench-peer-worker"),
+      restPort: peerEnv.PEER_CONNECT_PORT,
+      heap: peerEnv.PEER_CONNECT_HEAP,
+      kafkaBrokers: config.kafka.brokers.join(","),
+      registryApiUrl: apicurioApiUrl(config.registry.url),
+      neo4j: {
+        uri: config.neo4j.uri,
+        user: config.neo4j.user,
+        password: config.neo4j.password ?? "",
+        database,
+      },
+      marker: `-Dagentgraph.peer=${runId}`,
+      servers,
+      say,
+    };
+  }
+
   // ---- workload, published before any clock starts -------------------------------------------
   const size = workloadSize(AGENTS, OUTCOMES, ESCALATIONS);
   let t = performance.now();
@@ -268,6 +305,85 @@ async function main(): Promise<void> {
     );
   }
 
+  // ---- peer sweep: batch size × tasks on the ceiling sweep's quarter-size log --------------------
+  const peerSweep: PeerRunResult[] = [];
+  let peerBest: { batchSize: number; tasks: number } | undefined;
+  const peerRuns: (PeerRunResult & { fingerprint: Record<string, number> })[] = [];
+  if (peerSetup) {
+    const sweepLog = generateEventLog(
+      SEED + 1,
+      workloadSize(AGENTS, Math.round(OUTCOMES / 4), Math.round(ESCALATIONS / 4)),
+    );
+    const sweepNames = topicNames({
+      ...config.topics,
+      registryMutation: `${prefix}-peersweep.registry-mutation`,
+      outcomeCreated: `${prefix}-peersweep.outcome-created`,
+      escalationEdge: `${prefix}-peersweep.escalation-edge`,
+    });
+    await ensureTopics(admin, topicSpecs(sweepNames, { partitions: PARTITIONS, replicationFactor: 1 }));
+    const sweepIds = await registerSchemas(registry, sweepNames.source);
+    await publishEvents(producer, registry, sweepIds, sweepNames, eventsOf(sweepLog), () => {}, 5000);
+    const sweepCounts: Record<Stream, number> = {
+      "registry-mutation": sweepLog.registry.length,
+      "outcome-created": sweepLog.outcomes.length,
+      "escalation-edge": sweepLog.escalations.length,
+    };
+    const fixedPeer = /^(\d+)x(\d+)$/.exec(flags["peer-config"] ?? "");
+    const peerConfigs: [number, number][] = fixedPeer
+      ? [[Number(fixedPeer[1]), Number(fixedPeer[2])]]
+      : quick
+        ? [
+            [1000, 1],
+            [5000, 1],
+          ]
+        : [
+            [1000, 1],
+            [2000, 1],
+            [5000, 1],
+            [2000, 2],
+            [5000, 2],
+          ];
+    for (const [batchSize, tasks] of peerConfigs) {
+      await wipeGraph(driver, database);
+      const result = await runPeer(peerSetup, {
+        name: `${prefix}-peersweep-${batchSize}x${tasks}`,
+        label: `peer sweep ${batchSize} × ${tasks}`,
+        topics: sweepNames.source,
+        counts: sweepCounts,
+        batchSize,
+        tasks,
+        admin,
+      });
+      say(
+        `peer sweep: batch ${batchSize} × ${tasks} task(s): ${result.recordsPerSecond} rec/s, peak RSS ${result.peakRssMiB} MiB`,
+      );
+      peerSweep.push(result);
+    }
+    const best = [...peerSweep].sort((a, b) => b.recordsPerSecond - a.recordsPerSecond)[0] as PeerRunResult;
+    peerBest = { batchSize: best.batchSize, tasks: best.tasks };
+  }
+  let peerRunNo = 0;
+  const peerRun = async () => {
+    if (!peerSetup || !peerBest) return;
+    peerRunNo += 1;
+    await wipeGraph(driver, database);
+    const result = await runPeer(peerSetup, {
+      name: `${prefix}-peer-r${peerRunNo}`,
+      label: `peer r${peerRunNo}`,
+      topics: names.source,
+      counts,
+      batchSize: peerBest.batchSize,
+      tasks: peerBest.tasks,
+      admin,
+    });
+    const fingerprint = await graphFingerprint(driver, database);
+    say(
+      `peer (batch ${result.batchSize} × ${result.tasks}): ${result.recordsPerSecond} rec/s over ${result.seconds} s; ` +
+        `peak RSS ${result.peakRssMiB} MiB; CPU ${JSON.stringify(result.cpuSeconds)} s; graph ${JSON.stringify(fingerprint)}`,
+    );
+    peerRuns.push({ ...result, fingerprint });
+  };
+
   // ---- ceiling and one projector, taking turns; then 2 and 3 projectors -----------------------
   // Neo4j runs faster or slower as a long-lived store warms up and is checkpointed, so the full
   // ceiling loads and the single-instance runs alternate rather than one set following the other.
@@ -303,6 +419,7 @@ async function main(): Promise<void> {
       ceilingFingerprint ??= await graphFingerprint(driver, database);
     }
     if (INSTANCES.includes(1)) await projectorRun(1);
+    await peerRun();
   }
   if (ceiling) ceiling.recordsPerSecond = median(ceiling.best.map((b) => b.recordsPerSecond));
   for (const instances of INSTANCES) if (instances !== 1) await projectorRun(instances);
@@ -445,6 +562,40 @@ async function main(): Promise<void> {
         `${result.deferred} deferred; peak RSS ${result.peakRssMiB.join("/")} MiB; CPU ${JSON.stringify(cpuSeconds)} s`,
     );
     return result;
+  }
+
+  // ---- correctness: both systems' graphs against the reference model, in three deliveries -------
+  let correctness: { workload: Record<string, number>; rows: CorrectnessRow[] } | undefined;
+  if (!flags["skip-correctness"]) {
+    const correctnessLog = generateEventLog(
+      SEED + 5,
+      workloadSize(Math.max(20, Math.round(AGENTS / 4)), Math.round(OUTCOMES / 10), Math.round(ESCALATIONS / 10)),
+    );
+    const rows = await runCorrectness(
+      {
+        admin,
+        producer,
+        registry,
+        driver,
+        graph,
+        database,
+        config,
+        baseEnv,
+        prefix,
+        partitions: PARTITIONS,
+        peer: peerSetup && peerBest ? { setup: peerSetup, ...peerBest } : undefined,
+        say,
+      },
+      correctnessLog,
+    );
+    correctness = {
+      workload: {
+        registry: correctnessLog.registry.length,
+        outcomes: correctnessLog.outcomes.length,
+        escalations: correctnessLog.escalations.length,
+      },
+      rows,
+    };
   }
 
   // ---- soak ----------------------------------------------------------------------------------
@@ -590,6 +741,15 @@ async function main(): Promise<void> {
       ]),
     ),
     peakRssMiB: Math.max(...single.flatMap((r) => r.peakRssMiB)),
+    peerRecordsPerSecond: peerRuns.length > 0 ? median(peerRuns.map((r) => r.recordsPerSecond)) : null,
+    projectorOverPeer:
+      peerRuns.length > 0 ? round(projectorRate / median(peerRuns.map((r) => r.recordsPerSecond)), 2) : null,
+    /** Each turn's projector run over the peer run that followed it: the ratios to read on a noisy machine. */
+    projectorOverPeerPerTurn: peerRuns.map((peer, i) => {
+      const projector = single[i];
+      return projector ? round(projector.recordsPerSecond / peer.recordsPerSecond, 2) : null;
+    }),
+    peerPeakRssMiB: peerRuns.length > 0 ? Math.max(...peerRuns.map((r) => r.peakRssMiB)) : null,
   };
   const result = {
     startedAt: started.toISOString(),
@@ -619,6 +779,15 @@ async function main(): Promise<void> {
     },
     baseline,
     runs,
+    peer: peerSetup && {
+      connector: peerSetup.artifacts.connectorVersion,
+      connect: `Apache Kafka Connect ${/<kafka.version>(.*?)</.exec(kafkaPom)?.[1]} (standalone), Apicurio AvroConverter 2.6 (Confluent wire format)`,
+      heap: peerSetup.heap,
+      best: peerBest,
+      sweep: peerSweep,
+      runs: peerRuns,
+    },
+    correctness,
     soak,
     soakPoints,
   };
@@ -628,10 +797,13 @@ async function main(): Promise<void> {
   fs.writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
   const svg = renderChart({
     title: `agent-graph-projector: ${events.length.toLocaleString("en-US")} records, ${os.cpus().length} cores shared with Kafka and Neo4j`,
-    subtitle: `projector/ceiling ${summary.projectorOverCeiling ?? "–"}, projector/baseline ${summary.projectorOverBaseline ?? "–"}×, peak RSS ${summary.peakRssMiB} MiB${soak ? `, soak RSS slope ${soak.rssSlopeMiBPerMinute} MiB/min` : ""}`,
+    subtitle: `projector/ceiling ${summary.projectorOverCeiling ?? "–"}, projector/baseline ${summary.projectorOverBaseline ?? "–"}×${summary.projectorOverPeer !== null ? `, projector/connector ${summary.projectorOverPeer}×` : ""}, peak RSS ${summary.peakRssMiB} MiB${soak ? `, soak RSS slope ${soak.rssSlopeMiBPerMinute} MiB/min` : ""}`,
     bars: [
       ...(baseline ? [{ label: "baseline (1 record/tx)", value: baseline.recordsPerSecond }] : []),
       ...INSTANCES.map((n) => ({ label: `projector ×${n}`, value: byInstances[n] as number, highlight: true })),
+      ...(summary.peerRecordsPerSecond !== null && peerBest
+        ? [{ label: `Neo4j connector (${peerBest.batchSize}×${peerBest.tasks})`, value: summary.peerRecordsPerSecond }]
+        : []),
       ...(ceiling ? [{ label: "ceiling (no Kafka)", value: ceiling.recordsPerSecond }] : []),
     ],
     soak: soakPoints,
