@@ -321,7 +321,7 @@ async function main(): Promise<void> {
       escalationEdge: `${prefix}-peersweep.escalation-edge`,
     });
     await ensureTopics(admin, topicSpecs(sweepNames, { partitions: PARTITIONS, replicationFactor: 1 }));
-    const sweepIds = await registerSchemas(registry, sweepNames.source);
+    const sweepIds = await registerSchemas(config.registry, sweepNames.source);
     await publishEvents(producer, registry, sweepIds, sweepNames, eventsOf(sweepLog), () => {}, 5000);
     const sweepCounts: Record<Stream, number> = {
       "registry-mutation": sweepLog.registry.length,

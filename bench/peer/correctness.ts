@@ -90,7 +90,7 @@ export async function runCorrectness(ctx: CorrectnessContext, log: EventLog): Pr
         escalationEdge: `${tag}.escalation-edge`,
       });
       await ensureTopics(ctx.admin, topicSpecs(names, { partitions: ctx.partitions, replicationFactor: 1 }));
-      const schemaIds = await registerSchemas(ctx.registry, names.source);
+      const schemaIds = await registerSchemas(ctx.config.registry, names.source);
       await wipeGraph(ctx.driver, ctx.database);
       const stages = stagesOf(delivery, log);
       const records = stages.reduce((sum, stage) => sum + stage.length, 0);
