@@ -99,10 +99,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StackConfig {
     throw new StackConfigError(`invalid stack configuration:\n${lines.join("\n")}`);
   }
   const e = parsed.data;
-  if (e.STACK_SECURE && e.STACK_KAFKA_BROKERS > 1) {
-    // The secured listener and its SCRAM user are set up for one node; a secured cluster is not built.
-    throw new StackConfigError("invalid stack configuration:\n  STACK_SECURE: runs with one Kafka node only");
-  }
   const ports: [string, number][] = [
     ["STACK_KAFKA_PORT", e.STACK_KAFKA_PORT],
     ["STACK_KAFKA_CONTROLLER_PORT", e.STACK_KAFKA_CONTROLLER_PORT],
@@ -116,7 +112,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StackConfig {
     ]).flat(),
     ["STACK_NEO4J_BOLT_PORT", e.STACK_NEO4J_BOLT_PORT],
     ["STACK_REGISTRY_PORT", e.STACK_REGISTRY_PORT],
-    ...(e.STACK_SECURE
+    ...(e.STACK_SECURE && e.STACK_KAFKA_BROKERS === 1
       ? ([
           ["STACK_KAFKA_SASL_SSL_PORT", e.STACK_KAFKA_SASL_SSL_PORT],
           ["STACK_REGISTRY_HTTPS_PORT", e.STACK_REGISTRY_HTTPS_PORT],

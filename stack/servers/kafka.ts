@@ -95,12 +95,20 @@ function siblingClusterId(cfg: StackConfig): string | undefined {
 }
 
 /**
+ * Whether Kafka runs the secured listener: in the secured mode, on a single node only. Its port and
+ * SCRAM user are set up for one broker; a cluster stays plain while the registry and Neo4j keep TLS.
+ */
+function kafkaSecured(cfg: StackConfig): boolean {
+  return cfg.secure && cfg.kafkaBrokers === 1;
+}
+
+/**
  * Secured mode: one more listener, SASL_SSL with SCRAM-SHA-512 and the stack's server certificate, for
  * clients; brokers, the controller and the plain listener stay as they are. The SCRAM user is created
  * once the broker answers (see ensureScramUser).
  */
 function withSecureListener(props: string, cfg: StackConfig): string {
-  if (!cfg.secure) return props;
+  if (!kafkaSecured(cfg)) return props;
   const tls = stackTlsPaths(cfg);
   const listener = `SASL_SSL://${HOST}:${cfg.kafkaSaslSslPort}`;
   return `${props
@@ -191,7 +199,7 @@ export const kafka: ServerDef = {
   ports: (cfg) => [
     { port: nodeIn(cfg).port, role: "Kafka PLAINTEXT listener", env: "STACK_KAFKA_PORT" },
     { port: nodeIn(cfg).controllerPort, role: "Kafka CONTROLLER listener", env: "STACK_KAFKA_CONTROLLER_PORT" },
-    ...(cfg.secure
+    ...(kafkaSecured(cfg)
       ? [{ port: cfg.kafkaSaslSslPort, role: "Kafka SASL_SSL listener", env: "STACK_KAFKA_SASL_SSL_PORT" }]
       : []),
   ],
@@ -220,7 +228,7 @@ export const kafka: ServerDef = {
 
     fs.mkdirSync(p.data, { recursive: true });
     const propsFile = path.join(p.dir, "server.properties");
-    if (cfg.secure) await ensureStackTls(cfg, log);
+    if (kafkaSecured(cfg)) await ensureStackTls(cfg, log);
     fs.writeFileSync(propsFile, withSecureListener(serverProperties(cfg, p.data), cfg));
 
     // Formatting twice is refused by Kafka, and reformatting would lose topics:
@@ -287,7 +295,7 @@ export const kafka: ServerDef = {
       if (!cluster.brokers.some((broker) => broker.nodeId === nodeIn(cfg).id)) {
         return { ok: false, reason: `node ${nodeIn(cfg).id} not registered with the controller yet` };
       }
-      return cfg.secure ? await probeSecure(cfg) : { ok: true };
+      return kafkaSecured(cfg) ? await probeSecure(cfg) : { ok: true };
     } catch (err) {
       return { ok: false, reason: (err as Error).message };
     } finally {
