@@ -59,12 +59,39 @@ const TRANSIENT_NETWORK_CODES = new Set([
   "UND_ERR_SOCKET",
 ]);
 
+/**
+ * A server certificate we do not trust (or that is not for this host): waiting cannot cure it. Node's
+ * TLS error codes, and their text where a client (the Neo4j driver) keeps only the message.
+ */
+const TLS_TRUST_CODES = new Set([
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "UNABLE_TO_GET_ISSUER_CERT",
+  "CERT_UNTRUSTED",
+  "CERT_HAS_EXPIRED",
+  "CERT_NOT_YET_VALID",
+  "ERR_TLS_CERT_ALTNAME_INVALID",
+]);
+const TLS_TRUST_TEXT =
+  /self[- ]signed certificate|unable to verify the first certificate|unable to get (local )?issuer certificate|certificate has expired|does not match certificate's altnames|server certificate is not trusted/i;
+
+export function isTlsTrustFailure(error: unknown, depth = 0): boolean {
+  if (error === null || typeof error !== "object" || depth > 5) return false;
+  const { code, message, cause } = error as { code?: unknown; message?: unknown; cause?: unknown };
+  if (typeof code === "string" && TLS_TRUST_CODES.has(code)) return true;
+  if (typeof message === "string" && TLS_TRUST_TEXT.test(message)) return true;
+  return cause !== undefined && cause !== error && isTlsTrustFailure(cause, depth + 1);
+}
+
 /** Neo4j reports an index key over its size limit as a database error; the value is to blame. */
 const INDEX_KEY_TOO_LARGE = /too large to index/i;
 
 export function classify(error: unknown): RetryClass {
   if (error instanceof TransientError) return "transient";
   if (error instanceof FatalError) return "fatal";
+  if (isTlsTrustFailure(error)) return "fatal";
   const { code, name, retriable, cause, message } = (error ?? {}) as {
     code?: unknown;
     message?: unknown;

@@ -5,6 +5,8 @@ import neo4j from "neo4j-driver";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { REGISTRY_PROJECTION } from "../../src/cypher/s3_1-registry-projection.js";
 import { CONSTRAINT_NAMES, CONSTRAINTS } from "../../src/cypher/s6-constraints.js";
+import { snapshotRow } from "../../src/projection/registry.js";
+import { snapshot, workflow } from "../support/builders.js";
 
 /** Proof that the servers under test are real: Kafka with a group and commits, the registry, Neo4j. */
 describe("the servers under test", () => {
@@ -72,19 +74,10 @@ describe("the servers under test", () => {
     for (const name of CONSTRAINT_NAMES) expect(names).toContain(name);
     const agentId = `proof${randomUUID().slice(0, 6)}-agt-001`;
     const rows = [
-      {
+      snapshotRow({
         i: 0,
-        agent_id: agentId,
-        registry_version: 1,
-        name: "probe",
-        family: null,
-        owner: null,
-        decision_scope: null,
-        status: "active",
-        tools: [],
-        owned_workflows: [{ workflow_id: `${agentId}-wf`, name: "w", domain: "d", version: "1" }],
-        escalation_path: null,
-      },
+        event: snapshot(agentId, { owned_workflows: [{ ...workflow(`${agentId}-wf`), name: "w", domain: "d" }] }),
+      }),
     ];
     const result = await driver.executeQuery(REGISTRY_PROJECTION, { rows });
     expect(result.records.map((r) => r.get("i"))).toHaveLength(1);

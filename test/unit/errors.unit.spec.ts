@@ -56,6 +56,13 @@ describe("classify", () => {
     ],
     [{ code: "Neo.DatabaseError.Statement.ExecutionFailed", message: "something else" }, "unknown"],
     [new Error("nobody knows"), "unknown"],
+    // An untrusted server certificate: node's code, kafkajs's wrapper, the Neo4j driver's message.
+    [{ code: "SELF_SIGNED_CERT_IN_CHAIN" }, "fatal"],
+    [{ name: "KafkaJSConnectionError", retriable: true, code: "SELF_SIGNED_CERT_IN_CHAIN" }, "fatal"],
+    [
+      { code: "ServiceUnavailable", message: "Failed to connect to server. Caused by: self-signed certificate" },
+      "fatal",
+    ],
   ])("%o is %s", (error, expected) => {
     expect(classify(error)).toBe(expected);
   });

@@ -5,7 +5,7 @@ import { SchemaRegistry } from "@kafkajs/confluent-schema-registry";
 import avro from "avsc";
 import { TimeoutMiddleware } from "mappersmith/middleware/timeout";
 import type { Config } from "../../config.js";
-import { FatalError, TransientError } from "../../errors.js";
+import { FatalError, isTlsTrustFailure, TransientError } from "../../errors.js";
 import { Rejection } from "../../model/fate.js";
 import { readerSchema, STREAMS } from "../../model/schemas.js";
 import type { Decoder, Stream } from "../../ports.js";
@@ -208,6 +208,9 @@ async function registryRequest(
       request.end(payload);
     }));
   } catch (error) {
+    if (isTlsTrustFailure(error)) {
+      throw new FatalError(`schema registry at ${config.url}: TLS: ${(error as Error).message}`, { cause: error });
+    }
     throw new TransientError(`schema registry at ${config.url} unreachable: ${(error as Error).message}`, {
       cause: error,
     });
