@@ -463,7 +463,7 @@ export async function verify(harness: Harness, events: readonly ProjectorEvent[]
   const offsets = await Promise.all(
     Object.values(harness.names.deadLetter).map(async (topic) => ({
       topic,
-      records: (await harness.admin.fetchTopicOffsets(topic)).reduce(
+      records: (await topicOffsetsAfterFailover(harness, topic)).reduce(
         (sum, p) => sum + Number(p.high) - Number(p.low),
         0,
       ),
@@ -474,4 +474,21 @@ export async function verify(harness: Harness, events: readonly ProjectorEvent[]
 
   if (problems.length > 0) throw new Error(`fault left the graph wrong:\n${problems.join("\n")}`);
   return { records: events.length, nodes: actual.nodes.length, relationships: actual.relationships.length };
+}
+
+/**
+ * A topic's watermarks, asked again with fresh metadata when the admin client's view is stale: right
+ * after a broker was killed, kafkajs's fetchTopicOffsets can fail inside (a TypeError on a partition
+ * whose leader it no longer knows) instead of answering.
+ */
+async function topicOffsetsAfterFailover(harness: Harness, topic: string) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await harness.admin.fetchTopicOffsets(topic);
+    } catch (error) {
+      if (attempt >= 5) throw error;
+      await harness.admin.fetchTopicMetadata({ topics: [topic] }).catch(() => {});
+      await sleep(1_000);
+    }
+  }
 }
