@@ -24,6 +24,12 @@ export function registerRun(program: Command): void {
     .action(
       action(async () => {
         const { config, logger } = cliContext("stdout");
+        // Node's own warnings (newer Nodes warn about timers that libraries set) go into the JSON log
+        // like everything else, so stderr carries nothing but a start-up failure's one line.
+        process.removeAllListeners("warning");
+        process.on("warning", (warning) =>
+          logger.warn({ name: warning.name, warning: warning.message }, "node warning"),
+        );
         // Start-up is bounded step by step (startup.ts); this is the last resort that no step can outlast.
         const watchdog = setTimeout(() => {
           exitWith(`start-up did not finish within ${Math.round(config.startupTimeoutMs / 1000) + 30} s`);
