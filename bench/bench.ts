@@ -7,6 +7,8 @@
  *   - the projector as 1, 2 and 3 `agent-graph-projector run` child processes in one group, from the
  *     first fetch to zero lag: records/s overall and per topic, batch latency, peak RSS, transactions;
  *   - a soak at a steady produce rate: RSS and lag every 10 s, and their trend;
+ *   - freshness under a steady load at fractions of the measured capacity: p50/p99/max of (commit
+ *     time − event time), from the service's histogram and from the records' own times;
  *   - the peer, Neo4j's own Kafka Connect sink carrying the same §3 statements (bench/peer), taking
  *     turns with the projector, and both systems' graphs against the reference model (correctness).
  * Results go to bench/results/<timestamp>.json and bench/results/latest.svg (bench/README.md).
@@ -81,7 +83,7 @@ const { values: flags } = parseArgs({
     "skip-correctness": { type: "boolean", default: false },
     "skip-freshness": { type: "boolean", default: false },
     "freshness-seconds": { type: "string" },
-    "freshness-warmup": { type: "string", default: "15" },
+    "freshness-warmup": { type: "string" },
     "freshness-rates": { type: "string", default: "0.5,0.9" },
     "freshness-rps": { type: "string" },
     "freshness-capacity": { type: "string" },
@@ -98,7 +100,8 @@ const OUTCOMES = num(flags.outcomes, quick ? 10_000 : 200_000);
 const ESCALATIONS = num(flags.escalations, quick ? 2_500 : 50_000);
 const SOAK_MINUTES = num(flags["soak-minutes"], quick ? 0 : 10);
 const SOAK_RATE = num(flags["soak-rate"], 500);
-const FRESHNESS_SECONDS = num(flags["freshness-seconds"], quick ? 60 : 180);
+const FRESHNESS_SECONDS = num(flags["freshness-seconds"], quick ? 30 : 180);
+const FRESHNESS_WARMUP = num(flags["freshness-warmup"], quick ? 10 : 15);
 const numbers = (value: string | undefined) =>
   (value ?? "")
     .split(",")
@@ -838,7 +841,7 @@ async function main(): Promise<void> {
       if (lags.length > 0 && lags.every((l) => l.lag === 0)) break;
       await sleep(250);
     }
-    const warmupSeconds = Number(flags["freshness-warmup"]);
+    const warmupSeconds = FRESHNESS_WARMUP;
     const escalationShare = 0.2;
     say(
       `freshness ${runNo}: ${rate} records/s${fractionOfCapacity !== null ? ` (${fractionOfCapacity} of ${freshnessCapacity} measured)` : ""}, ` +
@@ -1065,7 +1068,15 @@ async function main(): Promise<void> {
   const result = {
     startedAt: started.toISOString(),
     label: flags.label,
-    flags: { ...flags, agents: AGENTS, outcomes: OUTCOMES, escalations: ESCALATIONS, soakMinutes: SOAK_MINUTES },
+    flags: {
+      ...flags,
+      agents: AGENTS,
+      outcomes: OUTCOMES,
+      escalations: ESCALATIONS,
+      soakMinutes: SOAK_MINUTES,
+      freshnessSeconds: FRESHNESS_SECONDS,
+      freshnessWarmup: FRESHNESS_WARMUP,
+    },
     machine: {
       cores: os.cpus().length,
       cpuModel: os.cpus()[0]?.model,
