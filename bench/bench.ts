@@ -7,6 +7,8 @@
  *   - the projector as 1, 2 and 3 `agent-graph-projector run` child processes in one group, from the
  *     first fetch to zero lag: records/s overall and per topic, batch latency, peak RSS, transactions;
  *   - a soak at a steady produce rate: RSS and lag every 10 s, and their trend;
+ *   - freshness under a steady load at fractions of the measured capacity: p50/p99/max of (commit
+ *     time − event time), from the service's histogram and from the records' own times;
  *   - the peer, Neo4j's own Kafka Connect sink carrying the same §3 statements (bench/peer), taking
  *     turns with the projector, and both systems' graphs against the reference model (correctness).
  * Results go to bench/results/<timestamp>.json and bench/results/latest.svg (bench/README.md).
@@ -16,10 +18,11 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import type { Message } from "kafkajs";
 import neo4j from "neo4j-driver";
 import { ensureTopics, fetchLag, partitionLag, topicSpecs } from "../src/adapters/kafka/admin.js";
-import { createKafka, createProducer } from "../src/adapters/kafka/client.js";
-import { publishEvents } from "../src/adapters/kafka/event-publisher.js";
+import { createKafka, createProducer, sendBatchAtLeastOnce } from "../src/adapters/kafka/client.js";
+import { publishEvents, streamOf, toMessage } from "../src/adapters/kafka/event-publisher.js";
 import { createGraphWriter, migrate } from "../src/adapters/neo4j/graph-writer.js";
 import { createSchemaRegistry, registerSchemas } from "../src/adapters/registry/schema-registry.js";
 import { loadConfig } from "../src/config.js";
@@ -38,6 +41,15 @@ import {
   runBaseline,
   wipeGraph,
 } from "./lib/direct.js";
+import {
+  CohortTracker,
+  freshnessRates,
+  histogramMaxBound,
+  recordsDue,
+  type Settled,
+  sampleDelta,
+  weightedQuantile,
+} from "./lib/freshness.js";
 import { type ProjectorProcess, startProjector } from "./lib/projector.js";
 import { histogramQuantile, quantile, type Sample, slope, sumSamples, total } from "./lib/prom.js";
 import { renderChart } from "./lib/svg.js";
@@ -69,6 +81,12 @@ const { values: flags } = parseArgs({
     "skip-peer": { type: "boolean", default: false },
     "peer-config": { type: "string" },
     "skip-correctness": { type: "boolean", default: false },
+    "skip-freshness": { type: "boolean", default: false },
+    "freshness-seconds": { type: "string" },
+    "freshness-warmup": { type: "string" },
+    "freshness-rates": { type: "string", default: "0.5,0.9" },
+    "freshness-rps": { type: "string" },
+    "freshness-capacity": { type: "string" },
     env: { type: "string", multiple: true, default: [] },
     label: { type: "string", default: "" },
     out: { type: "string" },
@@ -82,6 +100,14 @@ const OUTCOMES = num(flags.outcomes, quick ? 10_000 : 200_000);
 const ESCALATIONS = num(flags.escalations, quick ? 2_500 : 50_000);
 const SOAK_MINUTES = num(flags["soak-minutes"], quick ? 0 : 10);
 const SOAK_RATE = num(flags["soak-rate"], 500);
+const FRESHNESS_SECONDS = num(flags["freshness-seconds"], quick ? 30 : 180);
+const FRESHNESS_WARMUP = num(flags["freshness-warmup"], quick ? 10 : 15);
+const numbers = (value: string | undefined) =>
+  (value ?? "")
+    .split(",")
+    .filter((v) => v.trim() !== "")
+    .map(Number)
+    .filter((n) => n > 0);
 const SEED = Number(flags.seed);
 const INSTANCES = String(flags.instances)
   .split(",")
@@ -138,6 +164,44 @@ interface RunResult {
   readonly errors: string[];
   /** CPU seconds per process from the first join to zero lag (bench/lib/cpu.ts). */
   readonly cpuSeconds: CpuSeconds;
+}
+
+/** Seconds (or, with a scale, other units) rounded for the results file; null stays null. */
+const nullable = (value: number | null, scale = 1) => (value === null ? null : round(value * scale, 3));
+
+interface FreshnessQuantiles {
+  readonly p50: number | null;
+  readonly p99: number | null;
+}
+
+type HistogramFreshness = FreshnessQuantiles & { observations: number; maxAtMost: number | null };
+type RecordFreshness = FreshnessQuantiles & { records: number; max: number | null };
+
+/** One steady-load run: freshness in seconds, from the service's histogram and from the records' own times. */
+interface FreshnessResult {
+  readonly rate: number;
+  readonly fractionOfCapacity: number | null;
+  readonly capacity: number | null;
+  readonly warmupSeconds: number;
+  readonly seconds: number;
+  readonly published: number;
+  readonly achievedRate: number;
+  readonly drainSeconds: number;
+  /** Records no commit had covered when the drain gave up (2 min), counted at that time (a lower bound): 0 unless overloaded. */
+  readonly unsettledAtEnd: number;
+  readonly offsetPollErrors: number;
+  /** agp_freshness_seconds over the measured window (scrape after − scrape before); max is a bucket bound. */
+  readonly histogram: Record<"outcome-created" | "escalation-edge", HistogramFreshness>;
+  /** Committed offset seen (polled every 200 ms) − the time each record was stamped and published. */
+  readonly records: Record<"all" | "outcome-created" | "escalation-edge", RecordFreshness>;
+  readonly deferred: number;
+  readonly transactionRetries: number;
+  readonly batchP50Ms: number | null;
+  readonly batchP99Ms: number | null;
+  readonly peakRssMiB: number;
+  readonly cpuSeconds: CpuSeconds;
+  readonly loadAverageAtEnd: number[];
+  readonly errors: string[];
 }
 
 async function main(): Promise<void> {
@@ -718,6 +782,248 @@ async function main(): Promise<void> {
     return { soak: result, soakPoints: points };
   }
 
+  // ---- freshness under a steady load ----------------------------------------------------------
+  // Records published at a fixed rate (fractions of this run's single-instance capacity, or
+  // --freshness-rps), each stamped with the time it is published as its event time; freshness read
+  // twice: the service's own agp_freshness_seconds histogram (graph commit − event time), and from
+  // outside, the consumer group's committed offsets polled every 200 ms (commit seen − event time).
+  const freshnessCapacity =
+    flags["freshness-capacity"] !== undefined
+      ? Number(flags["freshness-capacity"])
+      : runs.some((r) => r.instances === 1)
+        ? median(runs.filter((r) => r.instances === 1).map((r) => r.recordsPerSecond))
+        : null;
+  const freshness: FreshnessResult[] = [];
+  if (!flags["skip-freshness"] && FRESHNESS_SECONDS > 0) {
+    const plan = freshnessRates(freshnessCapacity, numbers(flags["freshness-rates"]), numbers(flags["freshness-rps"]));
+    if (plan.length === 0)
+      say(
+        "freshness: skipped (no single-instance run to take the capacity from; give --freshness-rps or --freshness-capacity)",
+      );
+    for (const [n, { rate, fractionOfCapacity }] of plan.entries())
+      freshness.push(await runFreshness(n + 1, rate, fractionOfCapacity));
+  }
+
+  async function runFreshness(
+    runNo: number,
+    rate: number,
+    fractionOfCapacity: number | null,
+  ): Promise<FreshnessResult> {
+    const label = `fresh${runNo}`;
+    const freshNames = topicNames({
+      ...config.topics,
+      registryMutation: `${prefix}-${label}.registry-mutation`,
+      outcomeCreated: `${prefix}-${label}.outcome-created`,
+      escalationEdge: `${prefix}-${label}.escalation-edge`,
+    });
+    await ensureTopics(admin, topicSpecs(freshNames, { partitions: PARTITIONS, replicationFactor: 1 }));
+    const freshIds = await registerSchemas(config.registry, freshNames.source);
+    await wipeGraph(driver, database);
+    await publishEvents(producer, registry, freshIds, freshNames, log.registry, () => {}, 5000);
+    const pool = generateEventLog(SEED + 5 + runNo, { ...size, outcomes: 20_000, escalations: 0 }).outcomes;
+    const random = prng(SEED + 20 + runNo);
+    const group = `${prefix}-${label}`;
+    const child = startProjector(
+      {
+        ...baseEnv,
+        CONSUMER_GROUP: group,
+        TOPIC_REGISTRY_MUTATION: freshNames.source["registry-mutation"],
+        TOPIC_OUTCOME_CREATED: freshNames.source["outcome-created"],
+        TOPIC_ESCALATION_EDGE: freshNames.source["escalation-edge"],
+        RETRY_TOPIC_SUFFIX: `.retry-${label}`,
+        DLQ_TOPIC_SUFFIX: `.dlq-${label}`,
+      },
+      label,
+    );
+    await child.joinedAt;
+    for (const started = Date.now(); Date.now() - started < 120_000; ) {
+      const lags = await fetchLag(admin, group, [freshNames.source["registry-mutation"]]);
+      if (lags.length > 0 && lags.every((l) => l.lag === 0)) break;
+      await sleep(250);
+    }
+    const warmupSeconds = FRESHNESS_WARMUP;
+    const escalationShare = 0.2;
+    say(
+      `freshness ${runNo}: ${rate} records/s${fractionOfCapacity !== null ? ` (${fractionOfCapacity} of ${freshnessCapacity} measured)` : ""}, ` +
+        `${warmupSeconds} s warm-up then ${FRESHNESS_SECONDS} s measured; load average ${os
+          .loadavg()
+          .map((l) => round(l, 2))
+          .join(" ")}`,
+    );
+    const tracker = new CohortTracker();
+    const measured = [freshNames.source["outcome-created"], freshNames.source["escalation-edge"]];
+    // Outcomes published in the last 30 s, oldest first: [head, eligibleEnd) were published 2-30 s ago.
+    const recent: { id: string; at: number }[] = [];
+    let head = 0;
+    let eligibleEnd = 0;
+    const redelivery: EscalationEdge[] = [];
+    let k = 0;
+    let published = 0;
+    let before: Sample[] = [];
+    let meter: ReturnType<typeof cpuMeter> | undefined;
+    const loadStart = Date.now();
+    const measureFrom = loadStart + warmupSeconds * 1000;
+    const measureUntil = measureFrom + FRESHNESS_SECONDS * 1000;
+    let measuring = false;
+    let polling = true;
+    let pollErrors = 0;
+    const poller = (async () => {
+      while (polling) {
+        try {
+          const committed = await admin.fetchOffsets({ groupId: group, topics: measured });
+          const map = new Map<string, number>();
+          for (const { topic, partitions } of committed)
+            for (const p of partitions) map.set(`${topic}/${p.partition}`, Number(p.offset));
+          tracker.settle(map, Date.now());
+        } catch {
+          pollErrors += 1; // the next poll settles what this one missed, later
+        }
+        await sleep(200);
+      }
+    })();
+    let lastReport = loadStart;
+    for (let tick = 0; ; tick++) {
+      const tickStart = loadStart + tick * 100;
+      if (tickStart >= measureUntil) break;
+      if (!measuring && tickStart >= measureFrom) {
+        before = await child.scrape();
+        meter = cpuMeter({ ...servers, projector: child.pid });
+        measuring = true;
+      }
+      const elapsed = Date.now() - loadStart;
+      // Records due by now minus those already sent: a slow send is caught up by the next tick.
+      const due = recordsDue(rate, Math.min(elapsed, measureUntil - loadStart)) - k;
+      const now = Date.now();
+      const batch: ProjectorEvent[] = [];
+      // Escalations between outcomes published 2 to 30 s earlier (10% redelivered copies), once
+      // there is such a history; the rest outcomes, stamped with the time they are published.
+      while (head < recent.length && (recent[head] as { at: number }).at < now - 30_000) head++;
+      eligibleEnd = Math.max(eligibleEnd, head);
+      while (eligibleEnd < recent.length && (recent[eligibleEnd] as { at: number }).at <= now - 2_000) eligibleEnd++;
+      if (head > 100_000) {
+        recent.splice(0, head);
+        eligibleEnd -= head;
+        head = 0;
+      }
+      const eligible = eligibleEnd - head;
+      for (let i = 0; i < due; i++) {
+        if (eligible > 1 && random() < escalationShare) {
+          if (redelivery.length > 0 && random() < 0.1) {
+            batch.push({ ...(redelivery[Math.floor(random() * redelivery.length)] as EscalationEdge) });
+            continue;
+          }
+          const source = recent[head + Math.floor(random() * eligible)] as { id: string };
+          const target = recent[head + Math.floor(random() * eligible)] as { id: string };
+          if (source.id !== target.id) {
+            const edge: EscalationEdge = {
+              kind: "escalation-edge",
+              event_id: `${label}-e${k}-${i}`,
+              tenant_id: "default",
+              source_outcome_id: source.id,
+              target_outcome_id: target.id,
+              observed_at: now,
+            };
+            batch.push(edge);
+            redelivery.push(edge);
+            if (redelivery.length > 2000) redelivery.shift();
+            continue;
+          }
+        }
+        const base = pool[(k + i) % pool.length] as OutcomeCreated;
+        const id = `${base.outcome_id}-${label}-${k + i}`;
+        batch.push({ ...base, outcome_id: id, event_id: `${base.event_id}-${label}-${k + i}`, created_at: now });
+        recent.push({ id, at: now });
+      }
+      k += due;
+      if (batch.length > 0) {
+        const byTopic = new Map<string, Message[]>();
+        for (const event of batch) {
+          const topic = freshNames.source[streamOf(event)];
+          const messages = byTopic.get(topic) ?? [];
+          messages.push(await toMessage(registry, freshIds, event));
+          byTopic.set(topic, messages);
+        }
+        const metadata = await sendBatchAtLeastOnce(producer, {
+          topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
+        });
+        if (measuring) {
+          published += batch.length;
+          for (const m of metadata) tracker.add(m.topicName, m.partition, Number(m.baseOffset), now);
+        }
+      }
+      if (Date.now() - lastReport > 15_000) {
+        lastReport = Date.now();
+        say(`  ${label}: ${k} published, ${tracker.unsettledCohorts()} produce request(s) not yet committed`);
+      }
+      const wait = loadStart + (tick + 1) * 100 - Date.now();
+      if (wait > 0) await sleep(wait);
+    }
+    const publishedSeconds = (Date.now() - measureFrom) / 1000;
+    for (const topic of measured)
+      for (const p of await admin.fetchTopicOffsets(topic)) tracker.close(topic, p.partition, Number(p.high));
+    const drainStart = Date.now();
+    while (tracker.unsettledCohorts() > 0 && Date.now() - drainStart < 120_000) await sleep(250);
+    const drainSeconds = (Date.now() - drainStart) / 1000;
+    polling = false;
+    await poller;
+    const unsettledAtEnd = tracker.settleRemaining(Date.now());
+    const cpuSeconds = meter?.since() ?? {};
+    const window = sampleDelta(await child.scrape(), before);
+    const peak = child.rssKiB();
+    await child.stop();
+    const fromHistogram = (stream: Stream) => ({
+      observations: total(window, "agp_freshness_seconds_count", { stream }),
+      p50: nullable(histogramQuantile(window, "agp_freshness_seconds", 0.5, { stream })),
+      p99: nullable(histogramQuantile(window, "agp_freshness_seconds", 0.99, { stream })),
+      maxAtMost: histogramMaxBound(window, "agp_freshness_seconds", { stream }),
+    });
+    const fromRecords = (values: readonly Settled[]) => ({
+      records: values.reduce((s, v) => s + v.count, 0),
+      p50: nullable(weightedQuantile(values, 0.5)),
+      p99: nullable(weightedQuantile(values, 0.99)),
+      max: nullable(weightedQuantile(values, 1)),
+    });
+    const outcomesSettled = tracker.settled.get(freshNames.source["outcome-created"]) ?? [];
+    const escalationsSettled = tracker.settled.get(freshNames.source["escalation-edge"]) ?? [];
+    const result: FreshnessResult = {
+      rate,
+      fractionOfCapacity,
+      capacity: freshnessCapacity,
+      warmupSeconds,
+      seconds: FRESHNESS_SECONDS,
+      published,
+      achievedRate: Math.round(published / publishedSeconds),
+      drainSeconds: round(drainSeconds, 1),
+      unsettledAtEnd,
+      offsetPollErrors: pollErrors,
+      histogram: {
+        "outcome-created": fromHistogram("outcome-created"),
+        "escalation-edge": fromHistogram("escalation-edge"),
+      },
+      records: {
+        all: fromRecords([...outcomesSettled, ...escalationsSettled]),
+        "outcome-created": fromRecords(outcomesSettled),
+        "escalation-edge": fromRecords(escalationsSettled),
+      },
+      deferred: total(window, "agp_records_total", { result: "deferred" }),
+      transactionRetries: total(window, "agp_transaction_retries_total"),
+      batchP50Ms: nullable(histogramQuantile(window, "agp_batch_duration_seconds", 0.5), 1000),
+      batchP99Ms: nullable(histogramQuantile(window, "agp_batch_duration_seconds", 0.99), 1000),
+      peakRssMiB: round((peak?.hwm ?? 0) / 1024),
+      cpuSeconds,
+      loadAverageAtEnd: os.loadavg().map((l) => round(l, 2)),
+      errors: child.errors.slice(0, 10),
+    };
+    const h = result.histogram["outcome-created"];
+    const r = result.records.all;
+    say(
+      `freshness ${runNo} at ${rate} records/s (achieved ${result.achievedRate}): records p50 ${r.p50} s, p99 ${r.p99} s, max ${r.max} s; ` +
+        `histogram (outcomes) p50 ${h.p50} s, p99 ${h.p99} s, max ≤ ${h.maxAtMost} s; drained in ${result.drainSeconds} s, ` +
+        `${result.deferred} deferred; CPU ${JSON.stringify(cpuSeconds)} s`,
+    );
+    return result;
+  }
+
   // ---- report --------------------------------------------------------------------------------
   await producer.disconnect();
   const single = runs.filter((r) => r.instances === 1);
@@ -750,11 +1056,27 @@ async function main(): Promise<void> {
       return projector ? round(projector.recordsPerSecond / peer.recordsPerSecond, 2) : null;
     }),
     peerPeakRssMiB: peerRuns.length > 0 ? Math.max(...peerRuns.map((r) => r.peakRssMiB)) : null,
+    freshness: freshness.map((f) => ({
+      rate: f.rate,
+      achievedRate: f.achievedRate,
+      fractionOfCapacity: f.fractionOfCapacity,
+      records: f.records.all,
+      histogramOutcomes: f.histogram["outcome-created"],
+      histogramEscalations: f.histogram["escalation-edge"],
+    })),
   };
   const result = {
     startedAt: started.toISOString(),
     label: flags.label,
-    flags: { ...flags, agents: AGENTS, outcomes: OUTCOMES, escalations: ESCALATIONS, soakMinutes: SOAK_MINUTES },
+    flags: {
+      ...flags,
+      agents: AGENTS,
+      outcomes: OUTCOMES,
+      escalations: ESCALATIONS,
+      soakMinutes: SOAK_MINUTES,
+      freshnessSeconds: FRESHNESS_SECONDS,
+      freshnessWarmup: FRESHNESS_WARMUP,
+    },
     machine: {
       cores: os.cpus().length,
       cpuModel: os.cpus()[0]?.model,
@@ -790,6 +1112,7 @@ async function main(): Promise<void> {
     correctness,
     soak,
     soakPoints,
+    freshness,
   };
   const outDir = flags.out ?? path.join(ROOT, "bench/results", quick ? "tmp" : "");
   fs.mkdirSync(outDir, { recursive: true });
@@ -807,6 +1130,11 @@ async function main(): Promise<void> {
       ...(ceiling ? [{ label: "ceiling (no Kafka)", value: ceiling.recordsPerSecond }] : []),
     ],
     soak: soakPoints,
+    freshness: freshness.map((f) => ({
+      label: `${f.achievedRate.toLocaleString("en-US")} rec/s${f.fractionOfCapacity !== null ? ` (${f.fractionOfCapacity}× capacity)` : ""}`,
+      records: f.records.all,
+      histogram: f.histogram["outcome-created"],
+    })),
   });
   fs.writeFileSync(path.join(outDir, quick ? "latest-quick.svg" : "latest.svg"), svg);
   say(`results: ${path.relative(ROOT, file)}`);

@@ -1,10 +1,21 @@
-/** The results chart, written by hand: throughput bars and, when a soak ran, its RSS and lag lines. */
+/**
+ * The results chart, written by hand: throughput bars, when a soak ran its RSS and lag lines, and
+ * when a steady-load run did, its freshness quantiles per rate.
+ */
 
 export interface ChartInput {
   readonly title: string;
   readonly subtitle: string;
   readonly bars: readonly { label: string; value: number; note?: string; highlight?: boolean }[];
   readonly soak?: readonly { minute: number; rssMiB: number; lag: number }[];
+  readonly freshness?: readonly FreshnessRow[];
+}
+
+/** Seconds; the histogram's max is the upper bound of its highest non-empty bucket. */
+export interface FreshnessRow {
+  readonly label: string;
+  readonly records: { p50: number | null; p99: number | null; max: number | null };
+  readonly histogram: { p50: number | null; p99: number | null; maxAtMost: number | null };
 }
 
 const esc = (text: string) => text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
@@ -20,7 +31,10 @@ export function renderChart(input: ChartInput): string {
   const barsBottom = barTop + input.bars.length * (barHeight + gap);
   const soakTop = barsBottom + 50;
   const soakHeight = input.soak && input.soak.length > 1 ? 200 : 0;
-  const height = soakTop + soakHeight + (soakHeight > 0 ? 60 : 0);
+  const freshnessRows = input.freshness ?? [];
+  const freshnessTop = soakTop + soakHeight + (soakHeight > 0 ? 60 : 0);
+  const freshnessHeight = freshnessRows.length > 0 ? 40 + freshnessRows.length * 2 * (barHeight / 2 + 6) + 30 : 0;
+  const height = freshnessTop + freshnessHeight;
   const max = Math.max(1, ...input.bars.map((bar) => bar.value));
   const parts: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="Helvetica, Arial, sans-serif" font-size="13">`,
@@ -57,6 +71,43 @@ export function renderChart(input: ChartInput): string {
       `<polyline fill="none" stroke="#2b6cb0" stroke-width="2" points="${soak.map((s) => `${px(s.minute).toFixed(1)},${py(s.rssMiB, maxRss).toFixed(1)}`).join(" ")}"/>`,
       `<polyline fill="none" stroke="#dd6b20" stroke-width="1.5" points="${soak.map((s) => `${px(s.minute).toFixed(1)},${py(s.lag, maxLag).toFixed(1)}`).join(" ")}"/>`,
     );
+  }
+  if (freshnessRows.length > 0) {
+    // Per rate, two rows (records' own times, the service's histogram): p50 and p99 as bars, max as text.
+    const x0 = labelWidth;
+    const plotW = width - x0 - 260;
+    const rowHeight = barHeight / 2;
+    const top = Math.max(
+      0.001,
+      ...freshnessRows.flatMap((row) => [row.records.p99 ?? 0, row.histogram.p99 ?? 0, row.records.p50 ?? 0]),
+    );
+    const s = (v: number | null) => (v === null ? "–" : v < 10 ? v.toFixed(2) : v.toFixed(1));
+    parts.push(
+      `<text x="20" y="${freshnessTop}" font-weight="bold">Freshness under a steady load, seconds (p50 dark, p99 light): records' own times and the service's histogram</text>`,
+    );
+    freshnessRows.forEach((row, n) => {
+      const y0 = freshnessTop + 20 + n * 2 * (rowHeight + 6);
+      const lines: [string, number | null, number | null, string][] = [
+        [`${row.label}, records`, row.records.p50, row.records.p99, `max ${s(row.records.max)}`],
+        [
+          "histogram",
+          row.histogram.p50,
+          row.histogram.p99,
+          `max ≤ ${row.histogram.maxAtMost === null ? "–" : fmt(row.histogram.maxAtMost)}`,
+        ],
+      ];
+      lines.forEach(([label, p50, p99, max], i) => {
+        const y = y0 + i * (rowHeight + 6);
+        const w99 = Math.max(1, ((p99 ?? 0) / top) * plotW);
+        const w50 = Math.max(1, ((p50 ?? 0) / top) * plotW);
+        parts.push(
+          `<text x="${x0 - 10}" y="${y + rowHeight - 2}" text-anchor="end" font-size="12">${esc(label)}</text>`,
+          `<rect x="${x0}" y="${y}" width="${w99.toFixed(1)}" height="${rowHeight}" fill="#90cdf4"/>`,
+          `<rect x="${x0}" y="${y}" width="${w50.toFixed(1)}" height="${rowHeight}" fill="#2b6cb0"/>`,
+          `<text x="${x0 + w99 + 8}" y="${y + rowHeight - 2}" font-size="12">p50 ${s(p50)} / p99 ${s(p99)} / ${esc(max)}</text>`,
+        );
+      });
+    });
   }
   parts.push("</svg>");
   return `${parts.join("\n")}\n`;

@@ -1,0 +1,179 @@
+/**
+ * The pure parts of the steady-load freshness run: how many records each tick publishes, which
+ * published records a consumer group's committed offsets cover, and the quantiles of what that
+ * took — measured from outside, next to the service's own `agp_freshness_seconds` histogram.
+ */
+import type { Sample } from "./prom.js";
+
+/**
+ * Records due by `elapsedMs` at `rate` records/s. A tick publishes `recordsDue(rate, its end) −
+ * recordsDue(rate, its start)`, so rounding never accumulates: after t seconds exactly
+ * ⌊rate·t⌋ records were due, whatever the tick length.
+ */
+export function recordsDue(rate: number, elapsedMs: number): number {
+  if (rate <= 0 || elapsedMs <= 0) return 0;
+  return Math.floor((rate * elapsedMs) / 1000 + 1e-9);
+}
+
+/** The rates to run: explicit records/s if given, otherwise fractions of the measured capacity. */
+export function freshnessRates(
+  capacity: number | null,
+  fractions: readonly number[],
+  explicit: readonly number[],
+): { rate: number; fractionOfCapacity: number | null }[] {
+  if (explicit.length > 0)
+    return explicit.map((rate) => ({
+      rate: Math.round(rate),
+      fractionOfCapacity: capacity ? Math.round((rate / capacity) * 100) / 100 : null,
+    }));
+  if (capacity === null || !(capacity > 0)) return [];
+  return fractions.map((fraction) => ({
+    rate: Math.max(1, Math.round(capacity * fraction)),
+    fractionOfCapacity: fraction,
+  }));
+}
+
+/**
+ * Published records of one partition, in cohorts: a cohort starts at the base offset one produce
+ * request was given and carries the event time its records were stamped with. A cohort ends where
+ * the next begins; the last one ends at the partition's high watermark once publishing stopped.
+ */
+export interface Cohort {
+  readonly start: number;
+  readonly eventTimeMs: number;
+}
+
+export interface Settled {
+  readonly seconds: number;
+  readonly count: number;
+}
+
+/**
+ * Tracks cohorts per topic-partition and settles them against committed offsets: a cohort is
+ * settled at the first poll that saw the group's committed offset at or past its end — even when
+ * its end became known later — so each record's figure is (that poll's time − its event time),
+ * late by at most one poll interval.
+ */
+export class CohortTracker {
+  private readonly pending = new Map<string, Cohort[]>();
+  private readonly ends = new Map<string, number>();
+  /** Polls that moved a partition's committed offset forward, oldest first. */
+  private readonly seen = new Map<string, { atMs: number; offset: number }[]>();
+  readonly settled = new Map<string, Settled[]>();
+
+  add(topic: string, partition: number, start: number, eventTimeMs: number): void {
+    const key = `${topic}/${partition}`;
+    const list = this.pending.get(key) ?? [];
+    const last = list.at(-1);
+    // A send retried whole may report an offset already seen; the cohort then continues.
+    if (last && start <= last.start) return;
+    list.push({ start, eventTimeMs });
+    this.pending.set(key, list);
+  }
+
+  /** Publishing stopped: the last cohort of each partition ends at its high watermark. */
+  close(topic: string, partition: number, highWatermark: number): void {
+    this.ends.set(`${topic}/${partition}`, highWatermark);
+  }
+
+  /** Settles what `committed` (next offset to read, per topic/partition) covers, as of `nowMs`. */
+  settle(committed: ReadonlyMap<string, number>, nowMs: number): void {
+    for (const [key, offset] of committed) {
+      const history = this.seen.get(key) ?? [];
+      if (offset > (history.at(-1)?.offset ?? Number.NEGATIVE_INFINITY)) history.push({ atMs: nowMs, offset });
+      this.seen.set(key, history);
+    }
+    for (const [key, list] of this.pending) {
+      const history = this.seen.get(key) ?? [];
+      const topic = key.slice(0, key.lastIndexOf("/"));
+      const done = this.settled.get(topic) ?? [];
+      while (list.length > 0) {
+        const cohort = list[0] as Cohort;
+        const end = list.length > 1 ? (list[1] as Cohort).start : this.ends.get(key);
+        if (end === undefined) break;
+        // Observations below this end can settle no later cohort either (their ends are larger).
+        while (history.length > 0 && (history[0] as { offset: number }).offset < end) history.shift();
+        const first = history[0];
+        if (!first) break;
+        if (end > cohort.start)
+          done.push({ seconds: Math.max(0, first.atMs - cohort.eventTimeMs) / 1000, count: end - cohort.start });
+        list.shift();
+      }
+      this.settled.set(topic, done);
+    }
+  }
+
+  /**
+   * Gives up waiting: what is still pending is settled as of `nowMs`, a lower bound of its
+   * freshness. Returns how many records that was.
+   */
+  settleRemaining(nowMs: number): number {
+    let records = 0;
+    for (const [key, list] of this.pending) {
+      const topic = key.slice(0, key.lastIndexOf("/"));
+      const done = this.settled.get(topic) ?? [];
+      list.forEach((cohort, i) => {
+        const end = i + 1 < list.length ? (list[i + 1] as Cohort).start : this.ends.get(key);
+        if (end === undefined || end <= cohort.start) return;
+        done.push({ seconds: Math.max(0, nowMs - cohort.eventTimeMs) / 1000, count: end - cohort.start });
+        records += end - cohort.start;
+      });
+      list.length = 0;
+      this.settled.set(topic, done);
+    }
+    return records;
+  }
+
+  /** Produce requests whose records no commit has covered yet. */
+  unsettledCohorts(): number {
+    let n = 0;
+    for (const list of this.pending.values()) n += list.length;
+    return n;
+  }
+}
+
+/** Nearest-rank quantile over values with counts. */
+export function weightedQuantile(values: readonly Settled[], q: number): number | null {
+  const total = values.reduce((s, v) => s + v.count, 0);
+  if (total === 0) return null;
+  const sorted = [...values].sort((a, b) => a.seconds - b.seconds);
+  const rank = Math.min(total, Math.max(1, Math.ceil(q * total)));
+  let seen = 0;
+  for (const v of sorted) {
+    seen += v.count;
+    if (seen >= rank) return v.seconds;
+  }
+  return (sorted.at(-1) as Settled).seconds;
+}
+
+/** Per-series difference of two scrapes of one process (counters and histogram buckets): the window between them. */
+export function sampleDelta(after: readonly Sample[], before: readonly Sample[]): Sample[] {
+  const earlier = new Map(before.map((s) => [`${s.name}${JSON.stringify(s.labels)}`, s.value]));
+  return after.map((s) => ({ ...s, value: s.value - (earlier.get(`${s.name}${JSON.stringify(s.labels)}`) ?? 0) }));
+}
+
+/**
+ * The largest observation a histogram can have held: the upper bound of its highest non-empty
+ * bucket (`+Inf` when only the overflow bucket grew), or null when it is empty.
+ */
+export function histogramMaxBound(
+  samples: readonly Sample[],
+  name: string,
+  filter: Record<string, string> = {},
+): number | null {
+  const buckets = new Map<number, number>();
+  for (const s of samples) {
+    if (s.name !== `${name}_bucket`) continue;
+    if (!Object.entries(filter).every(([k, v]) => s.labels[k] === v)) continue;
+    const le = s.labels.le === "+Inf" ? Number.POSITIVE_INFINITY : Number(s.labels.le);
+    buckets.set(le, (buckets.get(le) ?? 0) + s.value);
+  }
+  const sorted = [...buckets].sort((a, b) => a[0] - b[0]);
+  let previous = 0;
+  let bound: number | null = null;
+  for (const [le, cumulative] of sorted) {
+    if (cumulative > previous) bound = le;
+    previous = cumulative;
+  }
+  return bound;
+}
