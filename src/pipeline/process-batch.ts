@@ -210,8 +210,7 @@ async function applyIsolatingPoison(
       await applyEvents(stream, target, events, deps, fates);
       return;
     } catch (error) {
-      const retryClass = classify(error);
-      if (retryClass === "transient" || retryClass === "fatal") throw error;
+      const retryClass = recordFaultOrThrow(error);
       if (retryClass === "unknown" && attempt < UNKNOWN_ERROR_ATTEMPTS) {
         deps.logger.warn(
           {
@@ -242,6 +241,16 @@ async function applyIsolatingPoison(
   }
 }
 
+/**
+ * The class of a failure the records may be to blame for (`rejected` or `unknown`); the
+ * infrastructure's own (transient, fatal) are thrown on, so the partition pauses or the service stops.
+ */
+function recordFaultOrThrow(error: unknown): "rejected" | "unknown" {
+  const retryClass = classify(error);
+  if (retryClass === "transient" || retryClass === "fatal") throw error;
+  return retryClass;
+}
+
 async function narrow(
   stream: Stream,
   target: WriteTarget,
@@ -266,8 +275,7 @@ async function narrow(
     try {
       await applyEvents(stream, target, part, deps, fates);
     } catch (partError) {
-      const retryClass = classify(partError);
-      if (retryClass === "transient" || retryClass === "fatal") throw partError;
+      recordFaultOrThrow(partError);
       await narrow(stream, target, part, deps, fates, partError);
     }
   }
