@@ -168,15 +168,19 @@ async function startOrFail(
   const created = await untilDeadline(brokers, deadlineAt, () => ensureTopics(admin, ownTopics), clock);
   if (created.length > 0) logger.info({ topics: created }, "created retry and dead-letter topics");
   // The largest record batch the retry and dead-letter topics accept; the sink splits its sends below it.
-  const maxMessageBytes = Math.min(
-    ...(
-      await topicConfigNumbers(
+  // A broker may not yet host a topic created a moment ago (UNKNOWN_TOPIC_OR_PARTITION): ask again.
+  const ownLimits = await untilDeadline(
+    brokers,
+    deadlineAt,
+    () =>
+      topicConfigNumbers(
         admin,
         [...Object.values(names.retry), ...Object.values(names.deadLetter)],
         "max.message.bytes",
-      )
-    ).values(),
+      ),
+    clock,
   );
+  const maxMessageBytes = Math.min(...ownLimits.values());
 
   const producer = createProducer(kafka);
   opened.push(() => producer.disconnect());
