@@ -88,6 +88,24 @@ export interface Metrics {
   recordFreshness(stream: Stream, seconds: readonly number[]): void;
 }
 
+/** Why a consumed partition is paused: see pipeline/partition-policy.ts. */
+export type PauseReason = "failure" | "catch-up-hold" | "retry-not-due";
+
+/** What the Kafka consumer records about the partitions it owns; the Prometheus adapter fits it. */
+export interface ConsumerMetrics {
+  recordConsumed(topic: string, partition: number, count: number): void;
+  recordRebalance(): void;
+  /**
+   * The retry partition's head record that is not yet due was first seen at `firstSeenMs`.
+   * `undefined` when nothing waits there (or the partition is not ours).
+   */
+  setOldestDeferred(topic: string, partition: number, firstSeenMs: number | undefined): void;
+  /** The partition is paused for `reason`; `undefined`: resumed. */
+  setPaused(topic: string, partition: number, reason: PauseReason | undefined): void;
+  /** Infrastructure failures in a row on the partition; 0 after a batch succeeds. */
+  setConsecutiveFailures(topic: string, partition: number, count: number): void;
+}
+
 export const noopMetrics: Metrics = {
   recordFate() {},
   recordStatement() {},

@@ -21,7 +21,7 @@ import { errorMessage } from "./errors.js";
 import type { AppLogger } from "./logger.js";
 import { STREAMS } from "./model/schemas.js";
 import { validationRules } from "./model/validate.js";
-import type { BatchDeps } from "./pipeline/process-batch.js";
+import { type BatchDeps, processBatch } from "./pipeline/process-batch.js";
 import { type Clock, type Stream, systemClock } from "./ports.js";
 import { DRIFT_KINDS } from "./reconcile/drift.js";
 import { reconcileRegistry } from "./reconcile/reconcile.js";
@@ -229,7 +229,13 @@ async function startOrFail(
       serialStreams: new Set<Stream>(["registry-mutation"]),
       onCommitted: hold.committed,
     },
-    { ...batchDeps, metrics, onFatal: (error) => failWith(error) },
+    {
+      handle: (stream, records) => processBatch(stream, records, batchDeps),
+      metrics,
+      logger,
+      clock,
+      onFatal: (error) => failWith(error),
+    },
   );
   hold.onLifted((streams) => consumer.releaseHeld(streams));
   hold.useLocalLag(() => consumer.lagSeen());

@@ -1,11 +1,17 @@
 import type { Consumer, EachBatchPayload, Kafka, KafkaMessage } from "kafkajs";
-import { classify, errorMessage } from "../../errors.js";
+import { errorMessage } from "../../errors.js";
 import { createCoalescer } from "../../pipeline/coalesce.js";
-import { HEADER, headerNumber } from "../../pipeline/headers.js";
-import { type BatchDeps, processBatch } from "../../pipeline/process-batch.js";
-import type { Clock, Logger, SourceRecord, Stream } from "../../ports.js";
+import {
+  admitBatch,
+  HOLD_PAUSE_MS,
+  heldOnJoin,
+  notDuePauseMs,
+  onFailure,
+  splitDue,
+  subBatches,
+} from "../../pipeline/partition-policy.js";
+import type { Clock, ConsumerMetrics, Logger, PauseReason, SourceRecord, Stream } from "../../ports.js";
 import { consumedTopics, roleOfTopic, type TopicNames } from "../../topics.js";
-import type { PauseReason, PrometheusMetrics } from "../metrics/prometheus.js";
 
 export interface ConsumerOptions {
   readonly groupId: string;
@@ -44,12 +50,21 @@ export interface ProjectorConsumer {
   lagSeen(): Record<Stream, number>;
 }
 
-const MAX_PAUSE_MS = 30_000;
 /**
- * A held partition stays paused until releaseHeld() is called for it; this is only the fallback
- * re-check. Resuming earlier would refetch (and throw away) up to a fetch's worth of its records.
+ * Applies one sub-batch of a stream's records (pipeline/process-batch.ts in the service). Resolves once
+ * every record is applied or durably handed on, so its offsets may be committed; throws on an
+ * infrastructure failure.
  */
-const HOLD_PAUSE_MS = 10_000;
+export type HandleRecords = (stream: Stream, records: readonly SourceRecord[]) => Promise<unknown>;
+
+export interface ConsumerDeps {
+  readonly handle: HandleRecords;
+  readonly metrics: ConsumerMetrics;
+  readonly logger: Logger;
+  readonly clock: Clock;
+  readonly onFatal: (error: unknown) => void;
+}
+
 /** A third of the session timeout, as kafkajs's own heartbeat interval is. */
 const HEARTBEAT_WHILE_APPLYING_MS = 3_000;
 
@@ -64,7 +79,7 @@ export function createProjectorConsumer(
   kafka: Kafka,
   names: TopicNames,
   options: ConsumerOptions,
-  deps: BatchDeps & { metrics: PrometheusMetrics; logger: Logger; clock: Clock; onFatal: (error: unknown) => void },
+  deps: ConsumerDeps,
 ): ProjectorConsumer {
   const consumer: Consumer = kafka.consumer({
     groupId: options.groupId,
@@ -89,13 +104,14 @@ export function createProjectorConsumer(
   const positions = new Map<string, { stream: Stream; highWatermark: number; next: number }>();
   const timers = new Set<NodeJS.Timeout>();
 
+  const isHeld = (stream: Stream) => options.isHeld?.(stream) ?? false;
   const serial = options.serialStreams ?? new Set<Stream>();
   // One transaction at a time per serial stream; partitions' batches that wait are merged into it.
   const serialApply = new Map(
     [...serial].map((stream) => [
       stream,
       createCoalescer<SourceRecord>(async (records) => {
-        await processBatch(stream, records, deps);
+        await deps.handle(stream, records);
       }, options.maxBatchRecords),
     ]),
   );
@@ -152,10 +168,8 @@ export function createProjectorConsumer(
 
   /** Pauses, before the first fetch after a join, the partitions of streams the catch-up holds back. */
   const holdOnJoin = (assignment: Record<string, number[]>) => {
-    for (const [topic, partitions] of Object.entries(assignment)) {
-      const role = roleOfTopic(names, topic);
-      if (role?.role !== "source" || !options.isHeld?.(role.stream)) continue;
-      consumer.pause([{ topic, partitions }]);
+    for (const { topic, partitions, stream } of heldOnJoin(assignment, (topic) => roleOfTopic(names, topic), isHeld)) {
+      consumer.pause([{ topic, partitions: [...partitions] }]);
       for (const partition of partitions) {
         pauseUntil(
           topic,
@@ -163,7 +177,7 @@ export function createProjectorConsumer(
           () => consumer.resume([{ topic, partitions: [partition] }]),
           HOLD_PAUSE_MS,
           "catch-up-hold",
-          role.stream,
+          stream,
         );
       }
     }
@@ -174,8 +188,9 @@ export function createProjectorConsumer(
     const role = roleOfTopic(names, batch.topic);
     const partitionKey = `${batch.topic}/${batch.partition}`;
     progressAt = deps.clock.now();
-    if (!role || role.role === "dead-letter" || batch.messages.length === 0) return;
-    if (role.role === "source" && options.isHeld?.(role.stream)) {
+    const admission = admitBatch(role, batch.messages.length, isHeld);
+    if (!role || admission === "ignore") return;
+    if (admission === "hold") {
       pauseFor(payload, HOLD_PAUSE_MS, "catch-up-hold", role.stream);
       return;
     }
@@ -189,28 +204,17 @@ export function createProjectorConsumer(
       });
     }
 
-    // Equal sub-batches: 11,000 records go as 3 × 3,667 rather than 5,000 + 5,000 + 1,000, which would
-    // spend a whole transaction's overhead on a short tail.
-    const count = batch.messages.length;
-    const size = Math.ceil(count / Math.ceil(count / options.maxBatchRecords));
-    for (let start = 0; start < count; start += size) {
+    for (const { start, end } of subBatches(batch.messages.length, options.maxBatchRecords)) {
       if (!payload.isRunning() || payload.isStale()) return;
-      let chunk = batch.messages.slice(start, start + size).map((m) => toSourceRecord(batch.topic, batch.partition, m));
+      let chunk: readonly SourceRecord[] = batch.messages
+        .slice(start, end)
+        .map((m) => toSourceRecord(batch.topic, batch.partition, m));
       let waitUntil: number | undefined;
       if (role.role === "retry") {
-        // Retry records are roughly in due order; wait on the first one not yet due, and everything after it.
-        const now = deps.clock.now();
-        const notDue = chunk.findIndex((record) => (headerNumber(record.headers, HEADER.notBefore) ?? 0) > now);
-        if (notDue >= 0) {
-          const head = chunk[notDue] as SourceRecord;
-          waitUntil = headerNumber(head.headers, HEADER.notBefore);
-          deps.metrics.setOldestDeferred(
-            batch.topic,
-            batch.partition,
-            headerNumber(head.headers, HEADER.firstSeen) ?? now,
-          );
-          chunk = chunk.slice(0, notDue);
-        } else deps.metrics.setOldestDeferred(batch.topic, batch.partition, undefined);
+        const split = splitDue(chunk, deps.clock.now());
+        chunk = split.due;
+        waitUntil = split.waitUntil;
+        deps.metrics.setOldestDeferred(batch.topic, batch.partition, split.oldestFirstSeen);
       }
       if (chunk.length > 0) {
         // A batch may take longer than the session timeout (a queue behind the serial stream, a batch
@@ -219,12 +223,13 @@ export function createProjectorConsumer(
         const heartbeat = setInterval(() => void payload.heartbeat().catch(() => {}), HEARTBEAT_WHILE_APPLYING_MS);
         try {
           const coalesced = serialApply.get(role.stream);
-          await (coalesced ? coalesced(batch.topic, chunk) : processBatch(role.stream, chunk, deps));
+          await (coalesced ? coalesced(batch.topic, chunk) : deps.handle(role.stream, chunk));
         } catch (error) {
           const attempt = (failures.get(partitionKey) ?? 0) + 1;
           failures.set(partitionKey, attempt);
           deps.metrics.setConsecutiveFailures(batch.topic, batch.partition, attempt);
-          if (classify(error) === "fatal") {
+          const decision = onFailure(error, attempt, options.pauseOnFailureMs);
+          if (decision.kind === "stop") {
             deps.logger.error(
               { topic: batch.topic, partition: batch.partition, offset: chunk[0]?.offset, error: errorMessage(error) },
               "fatal error; stopping",
@@ -232,7 +237,7 @@ export function createProjectorConsumer(
             deps.onFatal(error);
             return;
           }
-          const pauseMs = Math.min((options.pauseOnFailureMs ?? 1000) * 2 ** (attempt - 1), MAX_PAUSE_MS);
+          const pauseMs = decision.ms;
           deps.logger.warn(
             {
               topic: batch.topic,
@@ -262,7 +267,7 @@ export function createProjectorConsumer(
         if (role.role === "source") options.onCommitted?.(role.stream);
       }
       if (waitUntil !== undefined) {
-        pauseFor(payload, Math.max(50, Math.min(waitUntil - deps.clock.now(), MAX_PAUSE_MS)), "retry-not-due");
+        pauseFor(payload, notDuePauseMs(waitUntil, deps.clock.now()), "retry-not-due");
         return;
       }
     }

@@ -1,12 +1,12 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { StatementResult } from "../../cypher/statement.js";
 import { type Fate, fateReason } from "../../model/fate.js";
-import type { Metrics, Stream } from "../../ports.js";
+import type { ConsumerMetrics, Metrics, PauseReason, Stream } from "../../ports.js";
 
 export const METRIC_PREFIX = "agp_";
 
 /** Everything the service exports, on one registry; the core sees only the Metrics interface. */
-export interface PrometheusMetrics extends Metrics {
+export interface PrometheusMetrics extends Metrics, ConsumerMetrics {
   readonly registry: Registry;
   recordConsumed(topic: string, partition: number, count: number): void;
   recordRebalance(): void;
@@ -27,7 +27,7 @@ export interface PrometheusMetrics extends Metrics {
   recordDeadLetterPublished(topic: string): void;
 }
 
-export type PauseReason = "failure" | "catch-up-hold" | "retry-not-due";
+export type { PauseReason } from "../../ports.js";
 
 /** Histogram buckets for freshness: from a sub-second live path up to a day-old backlog. */
 const FRESHNESS_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900, 1800, 3600, 10800, 86400];

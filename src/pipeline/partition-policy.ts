@@ -1,0 +1,116 @@
+import { classify } from "../errors.js";
+import type { SourceRecord, Stream } from "../ports.js";
+import type { TopicRole } from "../topics.js";
+import { HEADER, headerNumber } from "./headers.js";
+
+/**
+ * The rules a consumed partition follows, free of Kafka: how a fetched batch is cut into
+ * sub-batches, which retry records are due, how long a partition pauses and why. The Kafka adapter
+ * (adapters/kafka/consumer.ts) carries records and carries these decisions out.
+ */
+
+/** No partition pause lasts longer than this; a longer wait is re-checked after it. */
+export const MAX_PAUSE_MS = 30_000;
+/**
+ * A held partition stays paused until the hold is lifted for its stream; this is only the fallback
+ * re-check. Resuming earlier would refetch (and throw away) up to a fetch's worth of its records.
+ */
+export const HOLD_PAUSE_MS = 10_000;
+/** The shortest pause for a retry record that is not yet due, so a partition does not spin on it. */
+const MIN_NOT_DUE_PAUSE_MS = 50;
+/** The first pause after an infrastructure failure, unless configured otherwise. */
+export const DEFAULT_FAILURE_PAUSE_MS = 1_000;
+
+/** What to do with a fetched batch before looking at its records. */
+export type BatchAdmission = "ignore" | "hold" | "apply";
+
+/**
+ * Dead-letter topics and topics the consumer does not know are never applied, nor empty batches;
+ * a source partition whose stream the catch-up holds back waits; everything else is applied.
+ */
+export function admitBatch(
+  role: TopicRole | undefined,
+  size: number,
+  isHeld: (stream: Stream) => boolean,
+): BatchAdmission {
+  if (!role || role.role === "dead-letter" || size === 0) return "ignore";
+  if (role.role === "source" && isHeld(role.stream)) return "hold";
+  return "apply";
+}
+
+/**
+ * Sub-batch bounds of a fetched batch of `count` records: as few sub-batches as `maxRecords` allows,
+ * of equal size. 11,000 records go as 3 × 3,667 rather than 5,000 + 5,000 + 1,000, which would spend a
+ * whole transaction's overhead on a short tail.
+ */
+export function subBatches(count: number, maxRecords: number): { start: number; end: number }[] {
+  if (count <= 0) return [];
+  const size = Math.ceil(count / Math.ceil(count / Math.max(1, maxRecords)));
+  const bounds: { start: number; end: number }[] = [];
+  for (let start = 0; start < count; start += size) bounds.push({ start, end: Math.min(start + size, count) });
+  return bounds;
+}
+
+/** A retry topic's records split at the first one not yet due. */
+export interface DueSplit {
+  /** The records to apply now: those before the first one not yet due. */
+  readonly due: readonly SourceRecord[];
+  /** When the first record not yet due falls due; undefined when every record is due. */
+  readonly waitUntil?: number;
+  /** When that record was first deferred, for the oldest-deferred gauge. */
+  readonly oldestFirstSeen?: number;
+}
+
+/**
+ * Retry records are roughly in due order: apply those before the first one not yet due, and wait on
+ * it and everything after it, so that a partition's records are never applied out of their order.
+ */
+export function splitDue(records: readonly SourceRecord[], now: number): DueSplit {
+  const notDue = records.findIndex((record) => (headerNumber(record.headers, HEADER.notBefore) ?? 0) > now);
+  if (notDue < 0) return { due: records };
+  const head = records[notDue] as SourceRecord;
+  return {
+    due: records.slice(0, notDue),
+    waitUntil: headerNumber(head.headers, HEADER.notBefore) as number,
+    oldestFirstSeen: headerNumber(head.headers, HEADER.firstSeen) ?? now,
+  };
+}
+
+/** How long to pause a retry partition whose head record falls due at `waitUntil`. */
+export function notDuePauseMs(waitUntil: number, now: number): number {
+  return Math.max(MIN_NOT_DUE_PAUSE_MS, Math.min(waitUntil - now, MAX_PAUSE_MS));
+}
+
+/** What a failed sub-batch makes of its partition. */
+export type FailureDecision = { readonly kind: "stop" } | { readonly kind: "pause"; readonly ms: number };
+
+/**
+ * After the `failures`-th failure in a row of a partition's sub-batch: a fatal error (errors.ts)
+ * stops the service; any other pauses the partition, from `firstPauseMs` doubling up to MAX_PAUSE_MS,
+ * and since its offset was not resolved it is fetched again from the same record.
+ */
+export function onFailure(
+  error: unknown,
+  failures: number,
+  firstPauseMs: number = DEFAULT_FAILURE_PAUSE_MS,
+): FailureDecision {
+  if (classify(error) === "fatal") return { kind: "stop" };
+  return { kind: "pause", ms: Math.min(firstPauseMs * 2 ** (failures - 1), MAX_PAUSE_MS) };
+}
+
+/**
+ * The partitions of a fresh assignment to pause before the first fetch: the source partitions of
+ * streams the catch-up holds back.
+ */
+export function heldOnJoin(
+  assignment: Readonly<Record<string, readonly number[]>>,
+  roleOf: (topic: string) => TopicRole | undefined,
+  isHeld: (stream: Stream) => boolean,
+): { topic: string; partitions: readonly number[]; stream: Stream }[] {
+  const held: { topic: string; partitions: readonly number[]; stream: Stream }[] = [];
+  for (const [topic, partitions] of Object.entries(assignment)) {
+    const role = roleOf(topic);
+    if (role?.role === "source" && isHeld(role.stream)) held.push({ topic, partitions, stream: role.stream });
+  }
+  return held;
+}

@@ -1,0 +1,130 @@
+import { describe, expect, it } from "vitest";
+import { FatalError, TransientError } from "../../src/errors.js";
+import { HEADER } from "../../src/pipeline/headers.js";
+import {
+  admitBatch,
+  heldOnJoin,
+  MAX_PAUSE_MS,
+  notDuePauseMs,
+  onFailure,
+  splitDue,
+  subBatches,
+} from "../../src/pipeline/partition-policy.js";
+import type { SourceRecord, Stream } from "../../src/ports.js";
+import type { TopicRole } from "../../src/topics.js";
+
+const retryRecord = (offset: number, notBefore?: number, firstSeen?: number): SourceRecord => ({
+  topic: "outcomes.retry",
+  partition: 0,
+  offset: String(offset),
+  timestamp: "0",
+  key: null,
+  value: Buffer.from("x"),
+  headers: {
+    ...(notBefore === undefined ? {} : { [HEADER.notBefore]: Buffer.from(String(notBefore)) }),
+    ...(firstSeen === undefined ? {} : { [HEADER.firstSeen]: Buffer.from(String(firstSeen)) }),
+  },
+});
+
+const sizes = (bounds: { start: number; end: number }[]) => bounds.map(({ start, end }) => end - start);
+
+describe("sub-batches", () => {
+  it("cuts a fetched batch into as few equal sub-batches as the limit allows", () => {
+    expect(sizes(subBatches(11_000, 5_000))).toEqual([3_667, 3_667, 3_666]);
+    expect(sizes(subBatches(5_000, 5_000))).toEqual([5_000]);
+    expect(sizes(subBatches(5_001, 5_000))).toEqual([2_501, 2_500]);
+    expect(sizes(subBatches(3, 1))).toEqual([1, 1, 1]);
+  });
+
+  it("covers every record once, in order", () => {
+    const bounds = subBatches(10, 4);
+    expect(bounds).toEqual([
+      { start: 0, end: 4 },
+      { start: 4, end: 8 },
+      { start: 8, end: 10 },
+    ]);
+  });
+
+  it("has nothing to cut in an empty batch", () => {
+    expect(subBatches(0, 100)).toEqual([]);
+  });
+});
+
+describe("due retry records", () => {
+  it("applies every record when all are due and reports nothing waiting", () => {
+    const records = [retryRecord(0, 900, 100), retryRecord(1, 1_000, 200), retryRecord(2)];
+    expect(splitDue(records, 1_000)).toEqual({ due: records });
+  });
+
+  it("stops at the first record not yet due, even if later ones are due", () => {
+    const records = [retryRecord(0, 900), retryRecord(1, 1_500, 300), retryRecord(2, 800)];
+    const split = splitDue(records, 1_000);
+    expect(split.due.map((r) => r.offset)).toEqual(["0"]);
+    expect(split.waitUntil).toBe(1_500);
+    expect(split.oldestFirstSeen).toBe(300);
+  });
+
+  it("counts a waiting record without a first-seen header as first seen now", () => {
+    const split = splitDue([retryRecord(0, 2_000)], 1_000);
+    expect(split.due).toEqual([]);
+    expect(split.oldestFirstSeen).toBe(1_000);
+  });
+
+  it("pauses until the head falls due, at least 50 ms and at most the longest pause", () => {
+    expect(notDuePauseMs(1_500, 1_000)).toBe(500);
+    expect(notDuePauseMs(1_010, 1_000)).toBe(50);
+    expect(notDuePauseMs(1_000 + 3_600_000, 1_000)).toBe(MAX_PAUSE_MS);
+  });
+});
+
+describe("failures", () => {
+  it("stops the service on a fatal error", () => {
+    expect(onFailure(new FatalError("bad credentials"), 1)).toEqual({ kind: "stop" });
+  });
+
+  it("pauses the partition with a backoff that doubles up to 30 s", () => {
+    const transient = new TransientError("broker down");
+    expect(onFailure(transient, 1)).toEqual({ kind: "pause", ms: 1_000 });
+    expect(onFailure(transient, 2)).toEqual({ kind: "pause", ms: 2_000 });
+    expect(onFailure(transient, 3, 200)).toEqual({ kind: "pause", ms: 800 });
+    expect(onFailure(transient, 20)).toEqual({ kind: "pause", ms: 30_000 });
+  });
+
+  it("pauses, rather than stops, on an error nobody recognises", () => {
+    expect(onFailure(new Error("?"), 1)).toEqual({ kind: "pause", ms: 1_000 });
+  });
+});
+
+describe("holds", () => {
+  const roles: Record<string, TopicRole> = {
+    registry: { stream: "registry-mutation", role: "source" },
+    outcomes: { stream: "outcome-created", role: "source" },
+    "outcomes.retry": { stream: "outcome-created", role: "retry" },
+    "outcomes.dlq": { stream: "outcome-created", role: "dead-letter" },
+  };
+  const heldStreams = new Set<Stream>(["outcome-created"]);
+  const isHeld = (stream: Stream) => heldStreams.has(stream);
+
+  it("applies source and retry batches, holds back held source partitions, ignores the rest", () => {
+    expect(admitBatch(roles.registry, 3, isHeld)).toBe("apply");
+    expect(admitBatch(roles.outcomes, 3, isHeld)).toBe("hold");
+    expect(admitBatch(roles["outcomes.retry"], 3, isHeld)).toBe("apply");
+    expect(admitBatch(roles["outcomes.dlq"], 3, isHeld)).toBe("ignore");
+    expect(admitBatch(undefined, 3, isHeld)).toBe("ignore");
+    expect(admitBatch(roles.registry, 0, isHeld)).toBe("ignore");
+  });
+
+  it("pauses on join only the source partitions of held streams", () => {
+    const assignment = { registry: [0, 1], outcomes: [2], "outcomes.retry": [0], unknown: [0] };
+    expect(heldOnJoin(assignment, (topic) => roles[topic], isHeld)).toEqual([
+      { topic: "outcomes", partitions: [2], stream: "outcome-created" },
+    ]);
+    expect(
+      heldOnJoin(
+        assignment,
+        (topic) => roles[topic],
+        () => false,
+      ),
+    ).toEqual([]);
+  });
+});
