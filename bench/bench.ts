@@ -28,9 +28,8 @@ import { createSchemaRegistry, registerSchemas } from "../src/adapters/registry/
 import { loadConfig } from "../src/config.js";
 import { createLogger } from "../src/logger.js";
 import type { EscalationEdge, OutcomeCreated, ProjectorEvent } from "../src/model/events.js";
-import { STREAMS } from "../src/model/schemas.js";
-import { noopMetrics, type Stream } from "../src/ports.js";
-import { consumedTopics, type TopicNames, topicNames } from "../src/topics.js";
+import { noopMetrics } from "../src/ports.js";
+import { consumedTopics, STREAMS, type Stream, type TopicNames, topicNames } from "../src/topics.js";
 import { type EventLog, generateEventLog, prng, type WorkloadSize } from "../src/workload/generate.js";
 import { type CpuSeconds, cpuMeter, pidListeningOn, portOf } from "./lib/cpu.js";
 import {

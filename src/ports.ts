@@ -1,5 +1,6 @@
 import type { Statement, StatementResult } from "./cypher/statement.js";
 import type { Fate, Rejection } from "./model/fate.js";
+import type { Stream } from "./topics.js";
 
 /** A Kafka record as the core sees it; kafkajs types stay in the Kafka adapter. */
 export interface SourceRecord {
@@ -11,9 +12,6 @@ export interface SourceRecord {
   readonly value: Buffer | null;
   readonly headers: Readonly<Record<string, Buffer | undefined>>;
 }
-
-/** Which of the three source streams a record belongs to (a retry topic maps to its source's). */
-export type Stream = "registry-mutation" | "outcome-created" | "escalation-edge";
 
 /** Decodes a Confluent-framed Avro value through our reader schema for the stream. */
 export interface Decoder {
@@ -41,7 +39,7 @@ export type SinkItem =
       readonly notBefore: number;
       readonly firstSeen: number;
       readonly reason: string;
-      /** Set once the record's window has run out: see pipeline/retry-window.ts. */
+      /** Set once the record's window has run out: see pipeline/retry.ts. */
       readonly upstreamMark?: UpstreamMark;
     }
   | {
@@ -59,7 +57,7 @@ export interface RecordSink {
   send(items: readonly SinkItem[]): Promise<void>;
 }
 
-/** Offsets per `topic/partition` of the topics a stream waits on (pipeline/retry-window.ts). */
+/** Offsets per `topic/partition` of the topics a stream waits on (pipeline/retry.ts). */
 export type UpstreamMark = Readonly<Record<string, number>>;
 
 /** Where the group stands on the topics a stream's deferred records wait on. */

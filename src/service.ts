@@ -19,14 +19,13 @@ import {
 import { type Config, sharedDatabases } from "./config.js";
 import { errorMessage } from "./errors.js";
 import type { AppLogger } from "./logger.js";
-import { STREAMS } from "./model/schemas.js";
 import { validationRules } from "./model/validate.js";
 import { type BatchDeps, processBatch } from "./pipeline/process-batch.js";
-import { type Clock, type Stream, systemClock } from "./ports.js";
+import { type Clock, systemClock } from "./ports.js";
 import { DRIFT_KINDS } from "./reconcile/drift.js";
 import { reconcileRegistry } from "./reconcile/reconcile.js";
 import { StartupError, untilDeadline } from "./startup.js";
-import { consumedTopics, roleOfTopic, topicNames } from "./topics.js";
+import { consumedTopics, roleOfTopic, STREAMS, type Stream, topicNames } from "./topics.js";
 import { SERVICE_VERSION } from "./version.js";
 
 export interface RunningService {

@@ -15,8 +15,7 @@
 import path from "node:path";
 import { z } from "zod";
 import { loadConfig as loadProjectorConfig } from "../../src/config.js";
-import { STREAMS } from "../../src/model/schemas.js";
-import { topicNames } from "../../src/topics.js";
+import { STREAMS, topicNames } from "../../src/topics.js";
 import { loadConfig as loadStackConfig } from "../../stack/config.js";
 import { cacheDir } from "../../stack/servers/types.js";
 import { buildPeer, type PeerArtifacts } from "./build.js";

@@ -5,8 +5,7 @@
  */
 import type { Admin } from "kafkajs";
 import { partitionLag } from "../../src/adapters/kafka/admin.js";
-import { STREAMS } from "../../src/model/schemas.js";
-import type { Stream } from "../../src/ports.js";
+import { STREAMS, type Stream } from "../../src/topics.js";
 import { type CpuSeconds, cpuMeter } from "../lib/cpu.js";
 import type { PeerArtifacts } from "./build.js";
 import { PEER_STATEMENTS } from "./statements.js";

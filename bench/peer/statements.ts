@@ -19,7 +19,7 @@ import { REGISTRY_PROJECTION } from "../../src/cypher/s3_1-registry-projection.j
 import { ESCALATION_DECLARED } from "../../src/cypher/s3_2-escalation-declared.js";
 import { OUTCOME_PROJECTION, PRODUCED } from "../../src/cypher/s3_3-produced.js";
 import { ESCALATED_TO, ESCALATION_OBSERVED } from "../../src/cypher/s3_4-escalation-observed.js";
-import type { Stream } from "../../src/ports.js";
+import type { Stream } from "../../src/topics.js";
 
 const UNWIND = "UNWIND $rows AS row";
 

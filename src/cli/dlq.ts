@@ -2,9 +2,7 @@ import type { Command } from "commander";
 import type { IHeaders } from "kafkajs";
 import { createKafka, createProducer, sendBatchAtLeastOnce } from "../adapters/kafka/client.js";
 import { type ReadRecord, readTopicsToEnd } from "../adapters/kafka/read-topic.js";
-import { STREAMS } from "../model/schemas.js";
-import { HEADER } from "../pipeline/headers.js";
-import { topicNames } from "../topics.js";
+import { HEADER, STREAMS, topicNames } from "../topics.js";
 import { action, cliContext } from "./context.js";
 import { printRows } from "./output.js";
 

@@ -5,9 +5,8 @@ import { createKafka, createProducer } from "../adapters/kafka/client.js";
 import { publishEvents } from "../adapters/kafka/event-publisher.js";
 import { createSchemaRegistry, registerSchemas } from "../adapters/registry/schema-registry.js";
 import type { ProjectorEvent } from "../model/events.js";
-import { readerSchema, STREAMS } from "../model/schemas.js";
-import type { Stream } from "../ports.js";
-import { topicNames } from "../topics.js";
+import { readerSchema } from "../model/schemas.js";
+import { STREAMS, type Stream, topicNames } from "../topics.js";
 import { action, cliContext } from "./context.js";
 
 const KIND_OF_STREAM: Record<Stream, ProjectorEvent["kind"]> = {

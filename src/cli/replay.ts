@@ -5,11 +5,10 @@ import { HistoryGoneError, historyGaps } from "../adapters/kafka/history.js";
 import { createDriver, createGraphWriter } from "../adapters/neo4j/graph-writer.js";
 import { createAvroDecoder, createSchemaRegistry } from "../adapters/registry/schema-registry.js";
 import { sharedDatabases } from "../config.js";
-import { STREAMS } from "../model/schemas.js";
 import { validationRules } from "../model/validate.js";
 import { rebuildRegistry } from "../operations/rebuild.js";
-import { noopMetrics, type Stream } from "../ports.js";
-import { topicNames } from "../topics.js";
+import { noopMetrics } from "../ports.js";
+import { STREAMS, type Stream, topicNames } from "../topics.js";
 import { action, type CliContext, cliContext } from "./context.js";
 import { printRows } from "./output.js";
 

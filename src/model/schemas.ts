@@ -1,10 +1,8 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import type { Stream } from "../ports.js";
+import type { Stream } from "../topics.js";
 
 /** Our reader schemas, one per stream, as shipped in `schemas/`. */
-export const STREAMS: readonly Stream[] = ["registry-mutation", "outcome-created", "escalation-edge"];
-
 const schemaDir = fileURLToPath(new URL("../../schemas/", import.meta.url));
 
 export function readerSchemaText(stream: Stream): string {

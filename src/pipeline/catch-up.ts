@@ -1,4 +1,4 @@
-import type { Stream } from "../ports.js";
+import type { Stream } from "../topics.js";
 
 /**
  * Which streams to hold back while an upstream stream catches up. Outcomes need their agent's

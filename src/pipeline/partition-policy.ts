@@ -1,7 +1,7 @@
 import { classify } from "../errors.js";
-import type { SourceRecord, Stream } from "../ports.js";
-import type { TopicRole } from "../topics.js";
-import { HEADER, headerNumber } from "./headers.js";
+import type { SourceRecord } from "../ports.js";
+import type { Stream, TopicRole } from "../topics.js";
+import { backoffMs, firstSeenOf, isDue, notBeforeOf } from "./retry.js";
 
 /**
  * The rules a consumed partition follows, free of Kafka: how a fetched batch is cut into
@@ -66,13 +66,13 @@ export interface DueSplit {
  * it and everything after it, so that a partition's records are never applied out of their order.
  */
 export function splitDue(records: readonly SourceRecord[], now: number): DueSplit {
-  const notDue = records.findIndex((record) => (headerNumber(record.headers, HEADER.notBefore) ?? 0) > now);
+  const notDue = records.findIndex((record) => !isDue(record.headers, now));
   if (notDue < 0) return { due: records };
   const head = records[notDue] as SourceRecord;
   return {
     due: records.slice(0, notDue),
-    waitUntil: headerNumber(head.headers, HEADER.notBefore) as number,
-    oldestFirstSeen: headerNumber(head.headers, HEADER.firstSeen) ?? now,
+    waitUntil: notBeforeOf(head.headers) as number,
+    oldestFirstSeen: firstSeenOf(head.headers, now),
   };
 }
 
@@ -95,7 +95,7 @@ export function onFailure(
   firstPauseMs: number = DEFAULT_FAILURE_PAUSE_MS,
 ): FailureDecision {
   if (classify(error) === "fatal") return { kind: "stop" };
-  return { kind: "pause", ms: Math.min(firstPauseMs * 2 ** (failures - 1), MAX_PAUSE_MS) };
+  return { kind: "pause", ms: backoffMs(failures, firstPauseMs, MAX_PAUSE_MS) };
 }
 
 /**

@@ -18,7 +18,6 @@ import type {
   RecordSink,
   SinkItem,
   SourceRecord,
-  Stream,
   UpstreamMark,
   UpstreamProgress,
 } from "../ports.js";
@@ -26,10 +25,10 @@ import { projectEscalations } from "../projection/escalations.js";
 import { projectOutcomes } from "../projection/outcomes.js";
 import type { Indexed, Plan } from "../projection/plan.js";
 import { projectRegistry } from "../projection/registry.js";
-import { HEADER, headerNumber, headerString } from "./headers.js";
-import { decideDeferral, decodeMark, deferralDelayMs, type RetryPolicy } from "./retry-window.js";
+import { HEADER, headerString, type Stream } from "../topics.js";
+import { backoffMs, decideDeferral, decodeMark, nextDeferral, type RetryPolicy } from "./retry.js";
 
-export type { RetryPolicy } from "./retry-window.js";
+export type { RetryPolicy } from "./retry.js";
 
 export interface BatchDeps {
   readonly decoder: Decoder;
@@ -45,7 +44,7 @@ export interface BatchDeps {
   readonly retry: RetryPolicy;
   /**
    * The group's position upstream, which decides when a deferred record past its window may be
-   * dead-lettered (retry-window.ts). Without it, a record is dead-lettered as soon as its window ends.
+   * dead-lettered (retry.ts). Without it, a record is dead-lettered as soon as its window ends.
    */
   readonly upstream?: UpstreamProgress;
   /** Waits between the attempts at a batch that failed with an unrecognised error; injectable for tests. */
@@ -86,7 +85,7 @@ export async function processBatch(
 
   const decoded = await Promise.all(records.map((record) => toEvent(stream, record, deps)));
   // Read before any transaction of this batch runs: a record past its window is dead-lettered only if
-  // the upstream had been applied up to its mark before the attempt that failed (retry-window.ts).
+  // the upstream had been applied up to its mark before the attempt that failed (retry.ts).
   const marked = records.some((record) => headerString(record.headers, HEADER.upstreamMark) !== undefined);
   const committedAtStart = marked && deps.upstream ? await deps.upstream.committed(stream) : undefined;
   decoded.forEach((result, i) => {
@@ -117,8 +116,7 @@ export async function processBatch(
   for (const [i, record] of records.entries()) {
     let fate = fates.get(i) ?? deadLettered("invalid-field", "no statement produced a result for this record");
     if (fate.kind === "deferred") {
-      const attempt = (headerNumber(record.headers, HEADER.attempt) ?? 0) + 1;
-      const firstSeen = headerNumber(record.headers, HEADER.firstSeen) ?? started;
+      const { attempt, firstSeen, notBefore } = nextDeferral(record.headers, started, deps.retry);
       const decision = decideDeferral({
         attempt,
         firstSeen,
@@ -144,7 +142,7 @@ export async function processBatch(
           record,
           stream,
           attempt,
-          notBefore: started + deferralDelayMs(attempt, deps.retry),
+          notBefore,
           firstSeen,
           reason: fate.reason,
           ...(upstreamMark ? { upstreamMark } : {}),
@@ -222,7 +220,7 @@ async function applyIsolatingPoison(
           },
           "unrecognised Neo4j error; trying the batch again before narrowing it down",
         );
-        await sleep(UNKNOWN_ERROR_WAIT_MS * 2 ** (attempt - 1));
+        await sleep(backoffMs(attempt, UNKNOWN_ERROR_WAIT_MS));
         continue;
       }
       deps.logger.warn(

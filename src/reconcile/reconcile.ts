@@ -4,9 +4,9 @@ import { REGISTRY_PROJECTION_STATE } from "../cypher/reconcile.js";
 import type { RegistryEvent } from "../model/events.js";
 import { Rejection } from "../model/fate.js";
 import { type ValidationRules, validateRegistrySnapshot, validateRegistryTombstone } from "../model/validate.js";
-import { HEADER } from "../pipeline/headers.js";
 import type { Decoder, GraphWriter } from "../ports.js";
 import { projectRegistry } from "../projection/registry.js";
+import { HEADER } from "../topics.js";
 import { type AgentState, type Drift, diffRegistry, registryState } from "./drift.js";
 
 export interface ReconcileResult {

@@ -2,8 +2,7 @@ import { COMPATIBILITY, SchemaType } from "@kafkajs/confluent-schema-registry";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ProjectorEvent } from "../../src/model/events.js";
 import { readerSchema } from "../../src/model/schemas.js";
-import { HEADER } from "../../src/pipeline/headers.js";
-import type { Stream } from "../../src/ports.js";
+import { HEADER, type Stream } from "../../src/topics.js";
 import { escalation, outcome, overlong, snapshot, tool, workflow } from "../support/builders.js";
 import { type DeadLetter, Harness } from "../support/harness.js";
 

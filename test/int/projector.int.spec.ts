@@ -4,9 +4,9 @@ import { createAvroDecoder } from "../../src/adapters/registry/schema-registry.j
 import { CONSTRAINT_NAMES } from "../../src/cypher/s6-constraints.js";
 import type { ProjectorEvent } from "../../src/model/events.js";
 import { diffGraphs } from "../../src/model/graph.js";
-import { STREAMS } from "../../src/model/schemas.js";
 import { rebuildRegistry } from "../../src/operations/rebuild.js";
 import { governanceReport } from "../../src/report.js";
+import { STREAMS } from "../../src/topics.js";
 import { generateEventLog, prng, SMALL_WORKLOAD } from "../../src/workload/generate.js";
 import { escalation, outcome, snapshot } from "../support/builders.js";
 import { Harness } from "../support/harness.js";

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { COMPATIBILITY_LEVELS, compatibilityOf } from "../../src/adapters/registry/schema-registry.js";
-import { readerSchema, STREAMS } from "../../src/model/schemas.js";
-import type { Stream } from "../../src/ports.js";
+import { readerSchema } from "../../src/model/schemas.js";
+import { STREAMS, type Stream } from "../../src/topics.js";
 import { escalation, outcome, snapshot } from "../support/builders.js";
 import { Harness } from "../support/harness.js";
 

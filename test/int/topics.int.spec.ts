@@ -7,10 +7,9 @@ import { readTopicsToEnd } from "../../src/adapters/kafka/read-topic.js";
 import { createRecordSink, MAX_ERROR_MESSAGE_BYTES } from "../../src/adapters/kafka/record-sink.js";
 import { loadConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
-import { HEADER } from "../../src/pipeline/headers.js";
 import type { SinkItem } from "../../src/ports.js";
 import { startService } from "../../src/service.js";
-import { topicNames } from "../../src/topics.js";
+import { HEADER, topicNames } from "../../src/topics.js";
 import { Harness, testEnv } from "../support/harness.js";
 
 /**

@@ -14,10 +14,9 @@ import { type Config, loadConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import type { ProjectorEvent } from "../../src/model/events.js";
 import type { CanonicalGraph } from "../../src/model/graph.js";
-import { HEADER } from "../../src/pipeline/headers.js";
-import { noopMetrics, type Stream } from "../../src/ports.js";
+import { noopMetrics } from "../../src/ports.js";
 import { type RunningService, startService } from "../../src/service.js";
-import { consumedTopics, type TopicNames, topicNames } from "../../src/topics.js";
+import { consumedTopics, HEADER, type Stream, type TopicNames, topicNames } from "../../src/topics.js";
 
 /** The environment a spec's projector runs with: its own topics and group, the shared servers. */
 export function testEnv(prefix: string, extra: Record<string, string> = {}): Record<string, string> {

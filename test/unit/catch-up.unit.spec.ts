@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { heldStreams, mightRelease } from "../../src/pipeline/catch-up.js";
-import type { Stream } from "../../src/ports.js";
+import type { Stream } from "../../src/topics.js";
 
 const lag = (registry: number, outcomes: number, escalations = 0) => ({
   "registry-mutation": registry,

@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
 import { FatalError, TransientError } from "../../src/errors.js";
-import { HEADER } from "../../src/pipeline/headers.js";
 import {
   admitBatch,
   heldOnJoin,
@@ -10,8 +9,8 @@ import {
   splitDue,
   subBatches,
 } from "../../src/pipeline/partition-policy.js";
-import type { SourceRecord, Stream } from "../../src/ports.js";
-import type { TopicRole } from "../../src/topics.js";
+import type { SourceRecord } from "../../src/ports.js";
+import { HEADER, type Stream, type TopicRole } from "../../src/topics.js";
 
 const retryRecord = (offset: number, notBefore?: number, firstSeen?: number): SourceRecord => ({
   topic: "outcomes.retry",

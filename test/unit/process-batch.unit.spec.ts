@@ -2,9 +2,9 @@ import { describe, expect, it } from "vitest";
 import type { Statement, StatementResult } from "../../src/cypher/statement.js";
 import { NO_WRITES } from "../../src/cypher/statement.js";
 import { Rejection } from "../../src/model/fate.js";
-import { HEADER } from "../../src/pipeline/headers.js";
 import { type BatchDeps, processBatch, UNKNOWN_ERROR_ATTEMPTS } from "../../src/pipeline/process-batch.js";
 import { noopMetrics, type SinkItem, type SourceRecord } from "../../src/ports.js";
+import { HEADER } from "../../src/topics.js";
 
 /**
  * The batch pipeline with in-memory ports: a decoder that reads JSON, a graph whose PRODUCED

@@ -9,9 +9,8 @@ import {
   truncateUtf8,
 } from "../../src/adapters/kafka/record-sink.js";
 import { loadConfig } from "../../src/config.js";
-import { HEADER } from "../../src/pipeline/headers.js";
 import type { SinkItem } from "../../src/ports.js";
-import { topicNames } from "../../src/topics.js";
+import { HEADER, topicNames } from "../../src/topics.js";
 
 const names = topicNames(loadConfig({}).topics);
 const setting = (spec: ReturnType<typeof topicSpecs>[number], name: string) =>

@@ -1,7 +1,5 @@
 import kafkajs, { type Admin, type ITopicConfig } from "kafkajs";
-import { STREAMS } from "../../model/schemas.js";
-import type { Stream } from "../../ports.js";
-import type { TopicNames } from "../../topics.js";
+import { STREAMS, type Stream, type TopicNames } from "../../topics.js";
 
 /** How many copies of a topic the cluster keeps, and how many must be in sync for an acks=all write. */
 export interface Replication {

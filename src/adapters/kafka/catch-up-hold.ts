@@ -1,8 +1,8 @@
 import type { Admin } from "kafkajs";
 import { errorMessage } from "../../errors.js";
 import { heldStreams, mightRelease } from "../../pipeline/catch-up.js";
-import type { Logger, Stream } from "../../ports.js";
-import type { TopicNames } from "../../topics.js";
+import type { Logger } from "../../ports.js";
+import type { Stream, TopicNames } from "../../topics.js";
 import { fetchLag } from "./admin.js";
 
 /** Re-check period while nothing is held, and while something is. */

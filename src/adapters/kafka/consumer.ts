@@ -10,8 +10,8 @@ import {
   splitDue,
   subBatches,
 } from "../../pipeline/partition-policy.js";
-import type { Clock, ConsumerMetrics, Logger, PauseReason, SourceRecord, Stream } from "../../ports.js";
-import { consumedTopics, roleOfTopic, type TopicNames } from "../../topics.js";
+import type { Clock, ConsumerMetrics, Logger, PauseReason, SourceRecord } from "../../ports.js";
+import { consumedTopics, roleOfTopic, type Stream, type TopicNames } from "../../topics.js";
 
 export interface ConsumerOptions {
   readonly groupId: string;

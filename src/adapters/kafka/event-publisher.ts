@@ -2,9 +2,7 @@ import type { SchemaRegistry } from "@kafkajs/confluent-schema-registry";
 import type { Message, Producer } from "kafkajs";
 import type { ProjectorEvent } from "../../model/events.js";
 import { registryKey } from "../../model/registry-key.js";
-import { HEADER } from "../../pipeline/headers.js";
-import type { Stream } from "../../ports.js";
-import type { TopicNames } from "../../topics.js";
+import { HEADER, type Stream, type TopicNames } from "../../topics.js";
 import { sendBatchAtLeastOnce } from "./client.js";
 
 export function streamOf(event: ProjectorEvent): Stream {

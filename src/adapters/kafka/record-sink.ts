@@ -1,8 +1,7 @@
 import type { IHeaders, Producer } from "kafkajs";
-import { HEADER } from "../../pipeline/headers.js";
-import { encodeMark } from "../../pipeline/retry-window.js";
+import { encodeMark } from "../../pipeline/retry.js";
 import type { RecordSink, SinkItem } from "../../ports.js";
-import type { TopicNames } from "../../topics.js";
+import { HEADER, type TopicNames } from "../../topics.js";
 import { sendBatchAtLeastOnce } from "./client.js";
 
 /** Kafka's default max.message.bytes, for a sink not told its topics' own limit. */

@@ -1,8 +1,8 @@
 import type { Admin } from "kafkajs";
 import { TransientError } from "../../errors.js";
-import { UPSTREAM_OF } from "../../pipeline/retry-window.js";
-import type { Stream, UpstreamMark, UpstreamProgress } from "../../ports.js";
-import type { TopicNames } from "../../topics.js";
+import { UPSTREAM_OF } from "../../pipeline/retry.js";
+import type { UpstreamMark, UpstreamProgress } from "../../ports.js";
+import type { Stream, TopicNames } from "../../topics.js";
 import { fetchPositions } from "./admin.js";
 
 /** Committed positions older than this are read again; older is only more cautious, never wrong. */
@@ -10,7 +10,7 @@ const COMMITTED_FRESH_MS = 250;
 
 /**
  * The group's position on the source and retry topics of the streams a stream waits on, from the
- * broker (pipeline/retry-window.ts uses it). A failed lookup is a TransientError: the partition
+ * broker (pipeline/retry.ts uses it). A failed lookup is a TransientError: the partition
  * pauses rather than deciding a record's fate without knowing.
  */
 export function createUpstreamProgress(admin: Admin, group: string, names: TopicNames): UpstreamProgress {

@@ -1,7 +1,8 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { StatementResult } from "../../cypher/statement.js";
 import { type Fate, fateReason } from "../../model/fate.js";
-import type { ConsumerMetrics, Metrics, PauseReason, Stream } from "../../ports.js";
+import type { ConsumerMetrics, Metrics, PauseReason } from "../../ports.js";
+import type { Stream } from "../../topics.js";
 
 export const METRIC_PREFIX = "agp_";
 

@@ -3,6 +3,7 @@ import pLimit from "p-limit";
 import type { Config } from "../../config.js";
 import { CONSTRAINT_NAMES, CONSTRAINTS, TENANT_CONSTRAINTS, UNSCOPED_NODE } from "../../cypher/s6-constraints.js";
 import type { Statement, StatementResult } from "../../cypher/statement.js";
+import { backoffMs } from "../../pipeline/retry.js";
 import type { GraphWriter, Metrics } from "../../ports.js";
 import { toPlain } from "./values.js";
 
@@ -175,6 +176,6 @@ export async function migrate(
  * attempt, capped at 2 s, with ±50% jitter so that two deadlocked writers part.
  */
 export function retryDelayMs(attempt: number, attemptMs: number, random: () => number = Math.random): number {
-  const base = Math.min(Math.max(attemptMs, MIN_RETRY_DELAY_MS) * 2 ** (attempt - 1), MAX_RETRY_DELAY_MS);
+  const base = backoffMs(attempt, Math.max(attemptMs, MIN_RETRY_DELAY_MS), MAX_RETRY_DELAY_MS);
   return Math.round(base * (0.5 + random()));
 }

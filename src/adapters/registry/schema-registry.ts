@@ -7,8 +7,9 @@ import { TimeoutMiddleware } from "mappersmith/middleware/timeout";
 import type { Config } from "../../config.js";
 import { FatalError, isTlsTrustFailure, TransientError } from "../../errors.js";
 import { Rejection } from "../../model/fate.js";
-import { readerSchema, STREAMS } from "../../model/schemas.js";
-import type { Decoder, Stream } from "../../ports.js";
+import { readerSchema } from "../../model/schemas.js";
+import type { Decoder } from "../../ports.js";
+import { STREAMS, type Stream } from "../../topics.js";
 
 const MAGIC_BYTE = 0;
 const HEADER_BYTES = 5;

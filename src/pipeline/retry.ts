@@ -1,4 +1,12 @@
-import type { Stream, UpstreamMark } from "../ports.js";
+import type { UpstreamMark } from "../ports.js";
+import { HEADER, headerNumber, type Stream } from "../topics.js";
+
+/**
+ * Every retry the projector makes, in one place: the backoff they all wait by (deferred records,
+ * batches failing with an unrecognised error, paused partitions, Neo4j write transactions), the
+ * attempt and not-before rules of records in a retry topic, and the window after which a deferred
+ * record is dead-lettered.
+ */
 
 export interface RetryPolicy {
   /** 0: no cap; the window alone decides. */
@@ -15,9 +23,46 @@ export const UPSTREAM_OF: Readonly<Record<Stream, readonly Stream[]>> = {
   "escalation-edge": ["registry-mutation", "outcome-created"],
 };
 
-/** The wait before retry number `attempt` (1-based): exponential from backoffMs, capped at backoffMaxMs. */
+/**
+ * The wait before retry number `attempt` (1-based): `firstMs`, doubled per attempt, capped at `maxMs`.
+ * The only backoff formula in the service.
+ */
+export function backoffMs(attempt: number, firstMs: number, maxMs: number = Number.POSITIVE_INFINITY): number {
+  return Math.min(firstMs * 2 ** Math.min(Math.max(attempt, 1) - 1, 40), maxMs);
+}
+
+/** The wait before deferral number `attempt` (1-based): exponential from backoffMs, capped at backoffMaxMs. */
 export function deferralDelayMs(attempt: number, policy: RetryPolicy): number {
-  return Math.min(policy.backoffMs * 2 ** Math.min(attempt - 1, 40), policy.backoffMaxMs);
+  return backoffMs(attempt, policy.backoffMs, policy.backoffMaxMs);
+}
+
+type Headers = Readonly<Record<string, Buffer | undefined>>;
+
+/** When a record read from a retry topic falls due; a record without the header is due at once. */
+export function notBeforeOf(headers: Headers): number | undefined {
+  return headerNumber(headers, HEADER.notBefore);
+}
+
+export function isDue(headers: Headers, now: number): boolean {
+  return (notBeforeOf(headers) ?? 0) <= now;
+}
+
+/** When a record was first deferred; one never deferred (or without the header) counts as first seen `now`. */
+export function firstSeenOf(headers: Headers, now: number): number {
+  return headerNumber(headers, HEADER.firstSeen) ?? now;
+}
+
+/**
+ * A record deferred (again) at `now`: its attempt number (1 for a record from its source topic), when
+ * it was first deferred, and when it falls due.
+ */
+export function nextDeferral(
+  headers: Headers,
+  now: number,
+  policy: RetryPolicy,
+): { attempt: number; firstSeen: number; notBefore: number } {
+  const attempt = (headerNumber(headers, HEADER.attempt) ?? 0) + 1;
+  return { attempt, firstSeen: firstSeenOf(headers, now), notBefore: now + deferralDelayMs(attempt, policy) };
 }
 
 export type DeferralDecision =

@@ -1,11 +1,17 @@
 import { describe, expect, it } from "vitest";
 import {
+  backoffMs,
   decideDeferral,
   decodeMark,
   deferralDelayMs,
   encodeMark,
+  firstSeenOf,
+  isDue,
+  nextDeferral,
+  notBeforeOf,
   upstreamReached,
-} from "../../src/pipeline/retry-window.js";
+} from "../../src/pipeline/retry.js";
+import { HEADER } from "../../src/topics.js";
 
 const policy = { maxAttempts: 0, maxAgeMs: 60_000, backoffMs: 500, backoffMaxMs: 60_000 };
 const base = { attempt: 5, firstSeen: 0, mark: undefined, committedAtStart: undefined, policy };
@@ -50,5 +56,40 @@ describe("the retry window", () => {
     expect([1, 2, 3].map((attempt) => deferralDelayMs(attempt, policy))).toEqual([500, 1000, 2000]);
     expect(deferralDelayMs(20, policy)).toBe(60_000);
     expect(deferralDelayMs(5_000, policy)).toBe(60_000);
+  });
+});
+
+describe("the backoff", () => {
+  it("doubles from the first wait per attempt", () => {
+    expect([1, 2, 3, 4].map((attempt) => backoffMs(attempt, 1_000))).toEqual([1_000, 2_000, 4_000, 8_000]);
+  });
+
+  it("is capped, however many attempts", () => {
+    expect(backoffMs(6, 1_000, 30_000)).toBe(30_000);
+    expect(backoffMs(10_000, 1_000, 30_000)).toBe(30_000);
+    expect(backoffMs(10_000, 0, 30_000)).toBe(0);
+  });
+});
+
+describe("attempts and due times of retry records", () => {
+  const headers = (entries: Record<string, number>) =>
+    Object.fromEntries(Object.entries(entries).map(([name, value]) => [name, Buffer.from(String(value))]));
+
+  it("starts a record from its source topic at attempt 1, first seen now", () => {
+    expect(nextDeferral({}, 10_000, policy)).toEqual({ attempt: 1, firstSeen: 10_000, notBefore: 10_500 });
+  });
+
+  it("counts the attempts a record from the retry topic already had, and keeps when it was first seen", () => {
+    const deferred = headers({ [HEADER.attempt]: 2, [HEADER.firstSeen]: 4_000, [HEADER.notBefore]: 9_000 });
+    expect(nextDeferral(deferred, 10_000, policy)).toEqual({ attempt: 3, firstSeen: 4_000, notBefore: 12_000 });
+    expect(firstSeenOf(deferred, 10_000)).toBe(4_000);
+  });
+
+  it("is due from its not-before time on; without one, at once", () => {
+    const deferred = headers({ [HEADER.notBefore]: 9_000 });
+    expect(notBeforeOf(deferred)).toBe(9_000);
+    expect(isDue(deferred, 8_999)).toBe(false);
+    expect(isDue(deferred, 9_000)).toBe(true);
+    expect(isDue({}, 0)).toBe(true);
   });
 });
