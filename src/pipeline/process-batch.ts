@@ -1,14 +1,7 @@
-import type { Statement, StatementResult } from "../cypher/statement.js";
+import type { StatementResult } from "../cypher/statement.js";
 import { boundedText, classify, errorMessage, neo4jCode } from "../errors.js";
-import type { ProjectorEvent } from "../model/events.js";
 import { deadLettered, type Fate, fateReason, Rejection } from "../model/fate.js";
-import {
-  type ValidationRules,
-  validateEscalationEdge,
-  validateOutcomeCreated,
-  validateRegistrySnapshot,
-  validateRegistryTombstone,
-} from "../model/validate.js";
+import type { ValidationRules } from "../model/validate.js";
 import type {
   Clock,
   Decoder,
@@ -21,12 +14,10 @@ import type {
   UpstreamMark,
   UpstreamProgress,
 } from "../ports.js";
-import { projectEscalations } from "../projection/escalations.js";
-import { projectOutcomes } from "../projection/outcomes.js";
-import type { Indexed, Plan } from "../projection/plan.js";
-import { projectRegistry } from "../projection/registry.js";
+import type { Indexed } from "../projection/plan.js";
 import { HEADER, headerString, type Stream } from "../topics.js";
 import { backoffMs, decideDeferral, decodeMark, nextDeferral, type RetryPolicy } from "./retry.js";
+import { type EventOf, STREAM_RULES, type StreamRules } from "./stream-rules.js";
 
 export type { RetryPolicy } from "./retry.js";
 
@@ -60,13 +51,6 @@ const UNKNOWN_ERROR_WAIT_MS = 1_000;
 
 export type BatchSummary = Readonly<Record<Fate["kind"], number>>;
 
-/** The spec patterns each stream's records go through, for the writes-by-pattern metric. */
-export const STREAM_PATTERNS: Readonly<Record<Stream, readonly string[]>> = {
-  "registry-mutation": ["3.1", "3.2"],
-  "outcome-created": ["outcome", "3.3"],
-  "escalation-edge": ["escalated-to", "3.4"],
-};
-
 /**
  * Applies one batch of one partition: decode and validate each record, project the valid ones per
  * tenant database into statements, run them in one transaction, and give every record its fate.
@@ -74,14 +58,14 @@ export const STREAM_PATTERNS: Readonly<Record<Stream, readonly string[]>> = {
  * commit the batch's offsets afterwards. Infrastructure failures (Neo4j, registry or broker down)
  * throw; record problems never do.
  */
-export async function processBatch(
-  stream: Stream,
+export async function processBatch<S extends Stream>(
+  stream: S,
   records: readonly SourceRecord[],
   deps: BatchDeps,
 ): Promise<BatchSummary> {
   const started = deps.clock.now();
   const fates = new Map<number, Fate>();
-  const byDatabase = new Map<string, Indexed<ProjectorEvent>[]>();
+  const byDatabase = new Map<string, Indexed<EventOf<S>>[]>();
 
   const decoded = await Promise.all(records.map((record) => toEvent(stream, record, deps)));
   // Read before any transaction of this batch runs: a record past its window is dead-lettered only if
@@ -169,13 +153,14 @@ export async function processBatch(
     else fateCounts.set(fateKey, { fate, count: 1 });
   }
   for (const { fate, count } of fateCounts.values())
-    deps.metrics.recordFate(stream, STREAM_PATTERNS[stream], fate, count);
+    deps.metrics.recordFate(stream, STREAM_RULES[stream].patterns, fate, count);
   if (sinkItems.length > 0) await deps.sink.send(sinkItems);
 
   const last = records.at(-1);
   if (last && summary.applied + summary.unchanged + summary.stale > 0)
     deps.metrics.recordApplied(last.topic, Number(last.timestamp));
-  if (summary.applied > 0) deps.metrics.recordFreshness(stream, freshness(records, decoded, fates, committedAt));
+  if (summary.applied > 0)
+    deps.metrics.recordFreshness(stream, freshness(stream, records, decoded, fates, committedAt));
   deps.metrics.recordBatch(stream, records.length, (deps.clock.now() - started) / 1000);
   return summary;
 }
@@ -195,10 +180,10 @@ interface WriteTarget {
  * failures are the infrastructure's, not a record's: they propagate, and the partition pauses or the
  * service stops.
  */
-async function applyIsolatingPoison(
-  stream: Stream,
+async function applyIsolatingPoison<S extends Stream>(
+  stream: S,
   target: WriteTarget,
-  events: readonly Indexed<ProjectorEvent>[],
+  events: readonly Indexed<EventOf<S>>[],
   deps: BatchDeps,
   fates: Map<number, Fate>,
 ): Promise<void> {
@@ -249,10 +234,10 @@ function recordFaultOrThrow(error: unknown): "rejected" | "unknown" {
   return retryClass;
 }
 
-async function narrow(
-  stream: Stream,
+async function narrow<S extends Stream>(
+  stream: S,
   target: WriteTarget,
-  events: readonly Indexed<ProjectorEvent>[],
+  events: readonly Indexed<EventOf<S>>[],
   deps: BatchDeps,
   fates: Map<number, Fate>,
   error: unknown,
@@ -263,7 +248,7 @@ async function narrow(
     if (classify(error) === "unknown") await deps.graph.ping();
     const code = neo4jCode(error) ?? (error instanceof Error ? error.name : "error");
     fates.set(
-      (events[0] as Indexed<ProjectorEvent>).i,
+      (events[0] as Indexed<EventOf<S>>).i,
       deadLettered("neo4j-rejected", boundedText(`${code}: ${errorMessage(error)}`)),
     );
     return;
@@ -279,16 +264,17 @@ async function narrow(
   }
 }
 
-async function applyEvents(
-  stream: Stream,
+async function applyEvents<S extends Stream>(
+  stream: S,
   target: WriteTarget,
-  events: readonly Indexed<ProjectorEvent>[],
+  events: readonly Indexed<EventOf<S>>[],
   deps: BatchDeps,
   fates: Map<number, Fate>,
 ): Promise<void> {
-  const plan = project(stream, events, target.scoped);
+  const rules: StreamRules<EventOf<S>> = STREAM_RULES[stream];
+  const plan = rules.project(events, target.scoped);
   if (plan.statements.length === 0) return;
-  const results: StatementResult[] = await deps.graph.apply(target.database, plan.statements as Statement[]);
+  const results: StatementResult[] = await deps.graph.apply(target.database, plan.statements);
   for (const result of results) deps.metrics.recordStatement(result);
   for (const [i, fate] of plan.fates(results)) fates.set(i, fate);
 }
@@ -298,58 +284,30 @@ async function applyEvents(
  * `observed_at`; the Kafka timestamp for a tombstone) to `committedAt`. A retried record keeps its
  * event's time, so the wait in the retry topic counts.
  */
-function freshness(
+function freshness<S extends Stream>(
+  stream: S,
   records: readonly SourceRecord[],
-  decoded: readonly (ProjectorEvent | Rejection)[],
+  decoded: readonly (EventOf<S> | Rejection)[],
   fates: ReadonlyMap<number, Fate>,
   committedAt: number,
 ): number[] {
+  const rules: StreamRules<EventOf<S>> = STREAM_RULES[stream];
   const seconds: number[] = [];
   decoded.forEach((event, i) => {
     if (event instanceof Rejection || fates.get(i)?.kind !== "applied") return;
-    const own =
-      event.kind === "registry-snapshot"
-        ? event.occurred_at
-        : event.kind === "outcome-created"
-          ? event.created_at
-          : event.kind === "escalation-edge"
-            ? event.observed_at
-            : Number(records[i]?.timestamp);
+    const own = rules.eventTime(event, records[i] as SourceRecord);
     if (Number.isFinite(own)) seconds.push(Math.max(0, committedAt - own) / 1000);
   });
   return seconds;
 }
 
-async function toEvent(stream: Stream, record: SourceRecord, deps: BatchDeps): Promise<ProjectorEvent | Rejection> {
-  const key = record.key === null ? null : record.key.toString("utf8");
-  if (record.value === null) {
-    if (stream !== "registry-mutation")
-      return new Rejection("not-avro", "a null value (tombstone) is only meaningful on the registry topic");
-    const tenant = headerString(record.headers, HEADER.tenantId);
-    return validateRegistryTombstone(key, tenant, headerString(record.headers, HEADER.registryVersion), deps.rules);
-  }
+async function toEvent<S extends Stream>(
+  stream: S,
+  record: SourceRecord,
+  deps: BatchDeps,
+): Promise<EventOf<S> | Rejection> {
+  const rules: StreamRules<EventOf<S>> = STREAM_RULES[stream];
+  if (record.value === null) return rules.tombstone(record, deps.rules);
   const value = await deps.decoder.decode(stream, record.value);
-  if (value instanceof Rejection) return value;
-  switch (stream) {
-    case "registry-mutation":
-      return validateRegistrySnapshot(value, deps.rules);
-    case "outcome-created":
-      return validateOutcomeCreated(value, deps.rules);
-    case "escalation-edge":
-      return validateEscalationEdge(value, deps.rules);
-  }
-}
-
-function project(stream: Stream, events: readonly Indexed<ProjectorEvent>[], scoped: boolean): Plan {
-  switch (stream) {
-    case "registry-mutation":
-      return projectRegistry(
-        events as Indexed<Extract<ProjectorEvent, { kind: "registry-snapshot" | "registry-tombstone" }>>[],
-        scoped,
-      );
-    case "outcome-created":
-      return projectOutcomes(events as Indexed<Extract<ProjectorEvent, { kind: "outcome-created" }>>[], scoped);
-    case "escalation-edge":
-      return projectEscalations(events as Indexed<Extract<ProjectorEvent, { kind: "escalation-edge" }>>[], scoped);
-  }
+  return value instanceof Rejection ? value : rules.validate(value, deps.rules);
 }
