@@ -25,6 +25,8 @@ const TRANSIENT_NEO4J_CODES = new Set([
   "ServiceUnavailable",
   "SessionExpired",
   "Neo.ClientError.Cluster.NotALeader",
+  // The driver fetches a fresh token on the next connection: Neo4j's own drivers retry this one.
+  "Neo.ClientError.Security.AuthorizationExpired",
   "Neo.ClientError.General.ForbiddenOnReadOnlyDatabase",
   "Neo.ClientError.Transaction.LockClientStopped",
   "Neo.ClientError.Transaction.TransactionTimedOutClientConfiguration",

@@ -74,6 +74,11 @@ export interface Clock {
 
 export const systemClock: Clock = { now: () => Date.now() };
 
+/** Waits `ms`; injected wherever the core or an adapter waits between retries, so tests need not. */
+export type Sleep = (ms: number) => Promise<void>;
+
+export const systemSleep: Sleep = (ms) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
 /** The narrow metrics surface the core records through; prom-client lives in its adapter. */
 export interface Metrics {
   /** `count` records of one batch met the same fate. */

@@ -106,7 +106,9 @@ async function startOrFail(
 
   const driver = createDriver(config.neo4j);
   opened.push(() => driver.close());
-  const graph = createGraphWriter(driver, metrics, config.neo4j.txTimeoutMs, config.neo4j.maxConcurrentWrites);
+  const graph = createGraphWriter(driver, metrics, config.neo4j.txTimeoutMs, config.neo4j.maxConcurrentWrites, {
+    clock,
+  });
   await untilDeadline(
     `Neo4j at ${config.neo4j.uri}`,
     deadlineAt,

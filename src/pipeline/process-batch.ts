@@ -2,17 +2,19 @@ import type { StatementResult } from "../cypher/statement.js";
 import { boundedText, classify, errorMessage, neo4jCode } from "../errors.js";
 import { deadLettered, type Fate, fateReason, Rejection } from "../model/fate.js";
 import type { ValidationRules } from "../model/validate.js";
-import type {
-  Clock,
-  Decoder,
-  GraphWriter,
-  Logger,
-  Metrics,
-  RecordSink,
-  SinkItem,
-  SourceRecord,
-  UpstreamMark,
-  UpstreamProgress,
+import {
+  type Clock,
+  type Decoder,
+  type GraphWriter,
+  type Logger,
+  type Metrics,
+  type RecordSink,
+  type SinkItem,
+  type Sleep,
+  type SourceRecord,
+  systemSleep,
+  type UpstreamMark,
+  type UpstreamProgress,
 } from "../ports.js";
 import type { Indexed } from "../projection/plan.js";
 import { HEADER, headerString, type Stream } from "../topics.js";
@@ -39,7 +41,7 @@ export interface BatchDeps {
    */
   readonly upstream?: UpstreamProgress;
   /** Waits between the attempts at a batch that failed with an unrecognised error; injectable for tests. */
-  readonly sleep?: (ms: number) => Promise<void>;
+  readonly sleep?: Sleep;
 }
 
 /**
@@ -187,7 +189,7 @@ async function applyIsolatingPoison<S extends Stream>(
   deps: BatchDeps,
   fates: Map<number, Fate>,
 ): Promise<void> {
-  const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  const sleep = deps.sleep ?? systemSleep;
   for (let attempt = 1; ; attempt++) {
     try {
       await applyEvents(stream, target, events, deps, fates);

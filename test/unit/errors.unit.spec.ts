@@ -8,6 +8,7 @@ describe("classify", () => {
     [{ code: "ServiceUnavailable" }, "transient"],
     [{ code: "SessionExpired" }, "transient"],
     [{ code: "Neo.ClientError.Cluster.NotALeader" }, "transient"],
+    [{ code: "Neo.ClientError.Security.AuthorizationExpired" }, "transient"],
     [{ code: "ECONNREFUSED" }, "transient"],
     [{ name: "KafkaJSConnectionError", retriable: true }, "transient"],
     [{ name: "KafkaJSNumberOfRetriesExceeded", retriable: false }, "transient"],

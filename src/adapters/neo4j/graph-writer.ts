@@ -3,15 +3,16 @@ import pLimit from "p-limit";
 import type { Config } from "../../config.js";
 import { CONSTRAINT_NAMES, CONSTRAINTS, TENANT_CONSTRAINTS, UNSCOPED_NODE } from "../../cypher/s6-constraints.js";
 import type { Statement, StatementResult } from "../../cypher/statement.js";
+import { classify } from "../../errors.js";
 import { backoffMs } from "../../pipeline/retry.js";
-import type { GraphWriter, Metrics } from "../../ports.js";
+import { type Clock, type GraphWriter, type Metrics, type Sleep, systemClock, systemSleep } from "../../ports.js";
 import { toPlain } from "./values.js";
 
 export function createDriver(config: Config["neo4j"]): Driver {
   return neo4j.driver(config.uri, neo4j.auth.basic(config.user, config.password ?? ""), {
     maxConnectionPoolSize: config.maxPoolSize,
     connectionAcquisitionTimeout: 30_000,
-    // Managed transactions (reads, pings) only; writes retry in apply() below.
+    // Managed transactions (pings) only; reads and writes retry in the graph writer below.
     maxTransactionRetryTime: 15_000,
     userAgent: "agent-graph-projector",
     disableLosslessIntegers: false,
@@ -34,6 +35,14 @@ function neo4jTls(tls: Config["neo4j"]["tls"]): Partial<Parameters<typeof neo4j.
   };
 }
 
+/** The graph writer's time: injected so its retries can be driven by a test without waiting. */
+export interface GraphWriterTiming {
+  readonly clock?: Clock;
+  readonly sleep?: Sleep;
+  /** Jitter source in [0, 1). */
+  readonly random?: () => number;
+}
+
 /** How long one batch may keep retrying transient failures before the caller's pause takes over. */
 const RETRY_BUDGET_MS = 15_000;
 const MIN_RETRY_DELAY_MS = 25;
@@ -42,7 +51,8 @@ const MAX_RETRY_DELAY_MS = 2_000;
 /**
  * The only place statements meet Neo4j. A batch's statements run in order in one explicit write
  * transaction, retried on transient errors (deadlocks, leader switches, lost connections): safe
- * because every statement is an idempotent MERGE. Each extra attempt is counted. What still fails
+ * because every statement is an idempotent MERGE. Which failures are transient is decided by errors.ts
+`classify`, as everywhere else in the service. Each extra attempt is counted. What still fails
  * after the retry budget reaches the caller, which pauses the partition.
  *
  * The driver's managed transactions wait a fixed second before their first retry. Our transient
@@ -56,7 +66,9 @@ export function createGraphWriter(
   metrics: Metrics,
   txTimeoutMs: number,
   maxConcurrentWrites = Number.POSITIVE_INFINITY,
+  timing: GraphWriterTiming = {},
 ): GraphWriter {
+  const { clock = systemClock, sleep = systemSleep, random = Math.random } = timing;
   // A bound on write transactions in flight, separate from how many partitions are consumed at once:
   // partitions waiting for a slot decode and project their next batch meanwhile, and a partition that
   // runs dry hands its slot to another at once instead of leaving Neo4j idle.
@@ -93,38 +105,68 @@ export function createGraphWriter(
     }
   }
 
-  return {
-    async apply(database: string, statements: readonly Statement[]): Promise<StatementResult[]> {
-      const started = Date.now();
-      for (let attempt = 1; ; attempt++) {
-        let attemptMs = 0;
+  /**
+   * Runs `once` until it succeeds, a failure is not transient (errors.ts), or the next wait would
+   * pass the retry budget; `onRetry` is told of each extra attempt. `once` wraps in `timed` the part
+   * of an attempt that talks to Neo4j, whose duration the backoff starts from.
+   */
+  async function retrying<T>(
+    once: (timed: (run: () => Promise<T>) => Promise<T>) => Promise<T>,
+    onRetry: () => void,
+  ): Promise<T> {
+    const started = clock.now();
+    for (let attempt = 1; ; attempt++) {
+      let attemptMs = 0;
+      const timed = async (run: () => Promise<T>) => {
+        const attemptStarted = clock.now();
         try {
-          return await writeSlot(async () => {
-            const attemptStarted = Date.now();
-            try {
-              return await applyOnce(database, statements);
-            } finally {
-              attemptMs = Date.now() - attemptStarted;
-            }
-          });
-        } catch (error) {
-          const delay = retryDelayMs(attempt, attemptMs);
-          if (!neo4j.isRetryableError(error) || Date.now() - started + delay > RETRY_BUDGET_MS) throw error;
-          metrics.recordTransactionRetry();
-          await new Promise((resolve) => setTimeout(resolve, delay));
+          return await run();
+        } finally {
+          attemptMs = clock.now() - attemptStarted;
         }
-      }
-    },
-
-    async read(database: string, cypher: string, params: Record<string, unknown> = {}) {
-      const session = driver.session({ database, defaultAccessMode: neo4j.session.READ });
+      };
       try {
-        const result = await session.executeRead((tx) => tx.run(cypher, params), { timeout: txTimeoutMs });
-        return result.records.map((record) => toPlain(record.toObject()) as Record<string, unknown>);
-      } finally {
-        await session.close();
+        return await once(timed);
+      } catch (error) {
+        const delay = retryDelayMs(attempt, attemptMs, random);
+        if (classify(error) !== "transient" || clock.now() - started + delay > RETRY_BUDGET_MS) throw error;
+        onRetry();
+        await sleep(delay);
       }
-    },
+    }
+  }
+
+  async function readOnce(database: string, cypher: string, params: Record<string, unknown>) {
+    const session = driver.session({ database, defaultAccessMode: neo4j.session.READ });
+    try {
+      const tx = await session.beginTransaction({ timeout: txTimeoutMs });
+      try {
+        const result = await tx.run(cypher, params);
+        await tx.commit();
+        return result.records.map((record) => toPlain(record.toObject()) as Record<string, unknown>);
+      } catch (error) {
+        if (tx.isOpen()) await tx.rollback().catch(() => {});
+        throw error;
+      }
+    } finally {
+      await session.close();
+    }
+  }
+
+  return {
+    apply: (database: string, statements: readonly Statement[]) =>
+      retrying(
+        // Each attempt takes a write slot of its own (one waiting out its backoff holds none); the
+        // wait for a slot is not part of the attempt's duration.
+        (timed) => writeSlot(() => timed(() => applyOnce(database, statements))),
+        () => metrics.recordTransactionRetry(),
+      ),
+
+    read: (database: string, cypher: string, params: Record<string, unknown> = {}) =>
+      retrying(
+        (timed) => timed(() => readOnce(database, cypher, params)),
+        () => {},
+      ),
 
     async runAutoCommit(database: string, cypher: string, params: Record<string, unknown> = {}) {
       const session = driver.session({ database, defaultAccessMode: neo4j.session.WRITE });

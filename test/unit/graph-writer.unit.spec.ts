@@ -1,0 +1,136 @@
+import type { Driver } from "neo4j-driver";
+import { describe, expect, it } from "vitest";
+import { createGraphWriter } from "../../src/adapters/neo4j/graph-writer.js";
+import type { Statement } from "../../src/cypher/statement.js";
+import { noopMetrics } from "../../src/ports.js";
+
+const coded = (code: string) => Object.assign(new Error(code), { code });
+
+/**
+ * A driver whose write transactions run `attempt(n)` for the n-th transaction (1-based): it throws to
+ * fail the transaction, and advances the fake clock by the attempt's duration.
+ */
+function fakeDriver(attempt: (n: number) => void) {
+  let transactions = 0;
+  const session = () => ({
+    beginTransaction: async () => {
+      const n = ++transactions;
+      let open = true;
+      return {
+        run: async () => {
+          attempt(n);
+          return { records: [], summary: { counters: { updates: () => counters } } };
+        },
+        commit: async () => {
+          open = false;
+        },
+        rollback: async () => {
+          open = false;
+        },
+        isOpen: () => open,
+      };
+    },
+    close: async () => {},
+  });
+  return { driver: { session } as unknown as Driver, transactions: () => transactions };
+}
+
+const counters = {
+  nodesCreated: 1,
+  nodesDeleted: 0,
+  relationshipsCreated: 0,
+  relationshipsDeleted: 0,
+  propertiesSet: 2,
+};
+const statements: Statement[] = [{ name: "outcome", cypher: "UNWIND $rows AS row RETURN row", params: { rows: [] } }];
+
+function timing() {
+  let now = 0;
+  const waits: number[] = [];
+  return {
+    waits,
+    advance: (ms: number) => {
+      now += ms;
+    },
+    clock: { now: () => now },
+    sleep: async (ms: number) => {
+      waits.push(ms);
+      now += ms;
+    },
+    random: () => 0.5,
+  };
+}
+
+describe("the graph writer's retries", () => {
+  it("retries a transient failure after a backoff from the failed attempt's duration, and counts it", async () => {
+    const time = timing();
+    const { driver, transactions } = fakeDriver((n) => {
+      time.advance(300);
+      if (n < 3) throw coded("Neo.TransientError.Transaction.DeadlockDetected");
+    });
+    let retries = 0;
+    const metrics = { ...noopMetrics, recordTransactionRetry: () => void retries++ };
+    const graph = createGraphWriter(driver, metrics, 60_000, Number.POSITIVE_INFINITY, time);
+    const results = await graph.apply("neo4j", statements);
+    expect(results).toEqual([{ name: "outcome", records: [], counters }]);
+    expect(transactions()).toBe(3);
+    expect(time.waits).toEqual([300, 600]);
+    expect(retries).toBe(2);
+  });
+
+  it("retries what the service classifies as transient, not only what the driver would", async () => {
+    const time = timing();
+    const { driver, transactions } = fakeDriver((n) => {
+      if (n === 1) throw coded("Neo.ClientError.Cluster.NotALeader");
+    });
+    await createGraphWriter(driver, noopMetrics, 60_000, Number.POSITIVE_INFINITY, time).apply("neo4j", statements);
+    expect(transactions()).toBe(2);
+  });
+
+  it("hands rejected, fatal and unrecognised failures to the caller at once", async () => {
+    for (const error of [
+      coded("Neo.ClientError.Schema.ConstraintValidationFailed"),
+      coded("Neo.ClientError.Security.Unauthorized"),
+      new Error("something nobody foresaw"),
+    ]) {
+      const time = timing();
+      const { driver, transactions } = fakeDriver(() => {
+        throw error;
+      });
+      const graph = createGraphWriter(driver, noopMetrics, 60_000, Number.POSITIVE_INFINITY, time);
+      await expect(graph.apply("neo4j", statements)).rejects.toBe(error);
+      expect(transactions()).toBe(1);
+      expect(time.waits).toEqual([]);
+    }
+  });
+
+  it("gives up once the next wait would pass the 15 s budget, leaving the pause to the caller", async () => {
+    const time = timing();
+    const error = coded("ServiceUnavailable");
+    const { driver, transactions } = fakeDriver(() => {
+      time.advance(1_000);
+      throw error;
+    });
+    const graph = createGraphWriter(driver, noopMetrics, 60_000, Number.POSITIVE_INFINITY, time);
+    await expect(graph.apply("neo4j", statements)).rejects.toBe(error);
+    // Attempts of 1 s each, waits of 1 s then 2 s (the cap): 1+1, 1+2, 1+2, 1+2, 1+2 → 13 s, then
+    // one more attempt reaches 14 s and a further 2 s wait would pass 15 s.
+    expect(time.waits).toEqual([1_000, 2_000, 2_000, 2_000, 2_000]);
+    expect(transactions()).toBe(6);
+    expect(time.clock.now()).toBe(15_000);
+  });
+
+  it("retries reads by the same rule, without counting them as write retries", async () => {
+    const time = timing();
+    const { driver, transactions } = fakeDriver((n) => {
+      if (n === 1) throw coded("SessionExpired");
+    });
+    let retries = 0;
+    const metrics = { ...noopMetrics, recordTransactionRetry: () => void retries++ };
+    const graph = createGraphWriter(driver, metrics, 60_000, Number.POSITIVE_INFINITY, time);
+    expect(await graph.read("neo4j", "RETURN 1")).toEqual([]);
+    expect(transactions()).toBe(2);
+    expect(time.waits).toEqual([25]);
+    expect(retries).toBe(0);
+  });
+});
