@@ -5,6 +5,7 @@ import { ensureTopics, fetchLag, sourceReplication, topicConfigNumbers, topicSpe
 import { createCatchUpHold } from "./adapters/kafka/catch-up-hold.js";
 import { createKafka, createProducer } from "./adapters/kafka/client.js";
 import { createProjectorConsumer, type ProjectorConsumer } from "./adapters/kafka/consumer.js";
+import { createTopicReader } from "./adapters/kafka/read-topic.js";
 import { createRecordSink } from "./adapters/kafka/record-sink.js";
 import { createUpstreamProgress } from "./adapters/kafka/upstream-progress.js";
 import { createPrometheusMetrics, type PrometheusMetrics } from "./adapters/metrics/prometheus.js";
@@ -304,7 +305,7 @@ async function startOrFail(
           for (const route of config.tenants) {
             try {
               const result = await reconcileRegistry({
-                kafka,
+                reader: createTopicReader(kafka),
                 topic: names.source["registry-mutation"],
                 decoder,
                 graph,

@@ -2,13 +2,8 @@ import type { Statement, StatementResult } from "../cypher/statement.js";
 import { boundedText, classify, errorMessage, neo4jCode } from "../errors.js";
 import type { ProjectorEvent } from "../model/events.js";
 import { deadLettered, type Fate, fateReason, Rejection } from "../model/fate.js";
-import {
-  type ValidationRules,
-  validateEscalationEdge,
-  validateOutcomeCreated,
-  validateRegistrySnapshot,
-  validateRegistryTombstone,
-} from "../model/validate.js";
+import { toEvent } from "../model/record-event.js";
+import type { ValidationRules } from "../model/validate.js";
 import type {
   Clock,
   Decoder,
@@ -320,26 +315,6 @@ function freshness(
     if (Number.isFinite(own)) seconds.push(Math.max(0, committedAt - own) / 1000);
   });
   return seconds;
-}
-
-async function toEvent(stream: Stream, record: SourceRecord, deps: BatchDeps): Promise<ProjectorEvent | Rejection> {
-  const key = record.key === null ? null : record.key.toString("utf8");
-  if (record.value === null) {
-    if (stream !== "registry-mutation")
-      return new Rejection("not-avro", "a null value (tombstone) is only meaningful on the registry topic");
-    const tenant = headerString(record.headers, HEADER.tenantId);
-    return validateRegistryTombstone(key, tenant, headerString(record.headers, HEADER.registryVersion), deps.rules);
-  }
-  const value = await deps.decoder.decode(stream, record.value);
-  if (value instanceof Rejection) return value;
-  switch (stream) {
-    case "registry-mutation":
-      return validateRegistrySnapshot(value, deps.rules);
-    case "outcome-created":
-      return validateOutcomeCreated(value, deps.rules);
-    case "escalation-edge":
-      return validateEscalationEdge(value, deps.rules);
-  }
 }
 
 function project(stream: Stream, events: readonly Indexed<ProjectorEvent>[], scoped: boolean): Plan {

@@ -1,7 +1,8 @@
 import kafkajs, { type Admin, type ITopicConfig } from "kafkajs";
 import { STREAMS } from "../../model/schemas.js";
-import type { Stream } from "../../ports.js";
+import type { GroupAdmin, ReadFrom, Stream } from "../../ports.js";
 import type { TopicNames } from "../../topics.js";
+import { historyGaps } from "./history.js";
 
 /** How many copies of a topic the cluster keeps, and how many must be in sync for an acks=all write. */
 export interface Replication {
@@ -232,6 +233,28 @@ export class GroupActiveError extends Error {
 }
 
 /**
+ * Refuses, with a GroupActiveError, while the group has active members: Kafka accepts offset changes
+ * only for an empty group, and a rebuild under running instances would race their writes.
+ */
+export async function assertNoActiveMembers(admin: Admin, groupId: string): Promise<void> {
+  const [description] = (await admin.describeGroups([groupId])).groups;
+  if (description && description.members.length > 0) {
+    throw new GroupActiveError(
+      `consumer group "${groupId}" has ${description.members.length} active member(s) (state ${description.state}); stop every projector instance first`,
+    );
+  }
+}
+
+/** The GroupAdmin port over a connected kafkajs admin client. */
+export function createGroupAdmin(admin: Admin): GroupAdmin {
+  return {
+    assertNoActiveMembers: (groupId) => assertNoActiveMembers(admin, groupId),
+    historyGaps: (topics, from) => historyGaps(admin, topics, from),
+    resetOffsets: (groupId, topics, to) => resetOffsets(admin, groupId, topics, to),
+  };
+}
+
+/**
  * Resets the group's committed offsets on the chosen topics to the earliest offset or to the first
  * offset at or after a timestamp. Kafka only accepts this for a group with no active member, and so
  * do we: stop every projector instance first.
@@ -240,14 +263,9 @@ export async function resetOffsets(
   admin: Admin,
   groupId: string,
   topics: readonly string[],
-  to: { earliest: true } | { timestamp: number },
+  to: ReadFrom,
 ): Promise<{ topic: string; partition: number; offset: string }[]> {
-  const [description] = (await admin.describeGroups([groupId])).groups;
-  if (description && description.members.length > 0) {
-    throw new GroupActiveError(
-      `consumer group "${groupId}" has ${description.members.length} active member(s) (state ${description.state}); stop every projector instance first`,
-    );
-  }
+  await assertNoActiveMembers(admin, groupId);
   const done: { topic: string; partition: number; offset: string }[] = [];
   for (const topic of topics) {
     const partitions =

@@ -1,4 +1,4 @@
-import type { Consumer, EachBatchPayload, Kafka, KafkaMessage } from "kafkajs";
+import type { Consumer, EachBatchPayload, Kafka } from "kafkajs";
 import { classify, errorMessage } from "../../errors.js";
 import { createCoalescer } from "../../pipeline/coalesce.js";
 import { HEADER, headerNumber } from "../../pipeline/headers.js";
@@ -6,6 +6,7 @@ import { type BatchDeps, processBatch } from "../../pipeline/process-batch.js";
 import type { Clock, Logger, SourceRecord, Stream } from "../../ports.js";
 import { consumedTopics, roleOfTopic, type TopicNames } from "../../topics.js";
 import type { PauseReason, PrometheusMetrics } from "../metrics/prometheus.js";
+import { toSourceRecord } from "./source-record.js";
 
 export interface ConsumerOptions {
   readonly groupId: string;
@@ -335,22 +336,5 @@ export function createProjectorConsumer(
         resume();
       }
     },
-  };
-}
-
-function toSourceRecord(topic: string, partition: number, message: KafkaMessage): SourceRecord {
-  const headers: Record<string, Buffer | undefined> = {};
-  for (const [name, value] of Object.entries(message.headers ?? {})) {
-    const first = Array.isArray(value) ? value[0] : value;
-    headers[name] = first === undefined ? undefined : Buffer.isBuffer(first) ? first : Buffer.from(String(first));
-  }
-  return {
-    topic,
-    partition,
-    offset: message.offset,
-    timestamp: message.timestamp,
-    key: message.key ?? null,
-    value: message.value ?? null,
-    headers,
   };
 }
