@@ -16,8 +16,7 @@ import { replayTopics } from "../../src/operations/replay.js";
 import { HEADER } from "../../src/pipeline/headers.js";
 import type { Decoder, GroupAdmin, SourceRecord, TopicReader } from "../../src/ports.js";
 import { readRegistryTopic } from "../../src/reconcile/reconcile.js";
-import { topicNames } from "../../src/topics.js";
-import { snapshot } from "../support/builders.js";
+import { shortTopicNames, snapshot } from "../support/builders.js";
 
 const rules = { servedTenants: new Set(["default"]), maxListLength: 10, maxIdLength: 256, maxTextLength: 4096 };
 
@@ -214,13 +213,7 @@ describe("the group's active members are checked in one place", () => {
 });
 
 describe("dlq: list and re-drive over the record reader", () => {
-  const names = topicNames({
-    registryMutation: "reg",
-    outcomeCreated: "out",
-    escalationEdge: "esc",
-    retrySuffix: ".retry",
-    dlqSuffix: ".dlq",
-  } as Parameters<typeof topicNames>[0]);
+  const names = shortTopicNames();
   const dead = (offset: string, source: string, reason: string) =>
     record({
       topic: names.deadLetter["outcome-created"],

@@ -1,4 +1,5 @@
 import kafkajs, { type Admin, type ITopicConfig } from "kafkajs";
+import { FatalError } from "../../errors.js";
 import { STREAMS } from "../../model/schemas.js";
 import type { GroupAdmin, ReadFrom, Stream } from "../../ports.js";
 import type { TopicNames } from "../../topics.js";
@@ -171,6 +172,20 @@ export async function topicConfigNumbers(
     if (Number.isFinite(value)) out.set(resource.resourceName, value);
   }
   return out;
+}
+
+/**
+ * Refuses to go on when a source topic is missing: the producers own them, and a service that created
+ * one would consume an empty topic that nobody writes to. A FatalError: waiting does not create it.
+ */
+export async function requireSourceTopics(admin: Admin, names: TopicNames): Promise<void> {
+  const existing = new Set(await admin.listTopics());
+  const missing = Object.values(names.source).filter((topic) => !existing.has(topic));
+  if (missing.length > 0) {
+    throw new FatalError(
+      `source topic(s) ${missing.join(", ")} do not exist; create them with "agent-graph-projector topics"`,
+    );
+  }
 }
 
 /** Creates the missing topics; existing ones are left as they are. Returns the names it created. */

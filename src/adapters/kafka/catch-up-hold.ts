@@ -1,9 +1,8 @@
-import type { Admin } from "kafkajs";
 import { errorMessage } from "../../errors.js";
 import { heldStreams, mightRelease } from "../../pipeline/catch-up.js";
 import type { Logger, Stream } from "../../ports.js";
 import type { TopicNames } from "../../topics.js";
-import { fetchLag } from "./admin.js";
+import type { PartitionLag } from "./lag-monitor.js";
 
 /** Re-check period while nothing is held, and while something is. */
 const IDLE_CHECK_MS = 1_000;
@@ -30,15 +29,15 @@ export interface CatchUpHold {
  * Overlapping requests for a check share one, followed by at most one more. While the instance's own
  * partitions still show enough backlog to keep everything held, those frequent checks are answered
  * without the broker (a check is a dozen admin requests); the broker is still asked every second.
+ * `lag` asks the broker for the group's lag (the service's one LagMonitor, whose answers also feed
+ * the lag gauges).
  */
 export function createCatchUpHold(
-  admin: Admin,
-  group: string,
+  lag: () => Promise<readonly PartitionLag[]>,
   names: TopicNames,
   threshold: number,
   logger: Logger,
 ): CatchUpHold {
-  const upstream = [names.source["registry-mutation"], names.source["outcome-created"]];
   let held = new Set<Stream>();
   let lifted: (streams: Stream[]) => void = () => {};
   let inFlight: Promise<void> | undefined;
@@ -50,7 +49,7 @@ export function createCatchUpHold(
 
   async function heldNow(): Promise<Set<Stream>> {
     try {
-      const lags = await fetchLag(admin, group, upstream);
+      const lags = await lag();
       const sum = (topic: string) =>
         lags.filter((entry) => entry.topic === topic).reduce((total, entry) => total + entry.lag, 0);
       return heldStreams(
