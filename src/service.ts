@@ -211,7 +211,7 @@ async function startOrFail(
   // One poller of the group's lag: the catch-up hold asks it when it must decide, the gauges hear every answer.
   const lagTopics = consumedTopics(names);
   const lag = createLagMonitor(admin, config.kafka.group, lagTopics, logger, clock);
-  const hold = createCatchUpHold(lag.poll, names, config.catchUpHoldRecords, logger);
+  const hold = createCatchUpHold(lag.poll, names, config.catchUpHoldRecords, logger, { clock });
   opened.push(async () => hold.stop());
   const consumer = createProjectorConsumer(
     kafka,
