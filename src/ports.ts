@@ -68,6 +68,48 @@ export interface UpstreamProgress {
   committed(stream: Stream): Promise<UpstreamMark>;
 }
 
+/** Reads topics outside the projector's consumer group; operations (reconcile, rebuild, dlq) use it. */
+export interface TopicReader {
+  /**
+   * Every record of `topics` from their start to the end offsets seen when the read begins, in offset
+   * order per partition, as the consumer sees records.
+   */
+  readToEnd(topics: readonly string[], onRecord: (record: SourceRecord) => void): Promise<void>;
+}
+
+/** Where a replay starts: each partition's earliest offset, or its first record at or after a time. */
+export type ReadFrom = { readonly earliest: true } | { readonly timestamp: number };
+
+/** A partition whose records a replay or rebuild needs are already gone (retention, DeleteRecords). */
+export interface HistoryGap {
+  readonly topic: string;
+  readonly partition: number;
+  /** The log start offset: the first record the broker still has. */
+  readonly earliest: string;
+  readonly needed: string;
+}
+
+/** The consumer group's offsets and the topics' history, for replay and rebuild. */
+export interface GroupAdmin {
+  /** Throws a GroupActiveError while the group has active members: stop every instance first. */
+  assertNoActiveMembers(groupId: string): Promise<void>;
+  historyGaps(topics: readonly string[], from: ReadFrom): Promise<HistoryGap[]>;
+  /** Refuses (as assertNoActiveMembers) while the group has members; returns the offsets it set. */
+  resetOffsets(
+    groupId: string,
+    topics: readonly string[],
+    to: ReadFrom,
+  ): Promise<{ topic: string; partition: number; offset: string }[]>;
+}
+
+/** Publishes records as they are (key, value, headers), each acknowledged by all in-sync replicas. */
+export interface RecordPublisher {
+  publish(
+    topic: string,
+    record: { key: Buffer | null; value: Buffer | null; headers: Readonly<Record<string, Buffer | undefined>> },
+  ): Promise<void>;
+}
+
 export interface Clock {
   now(): number;
 }

@@ -1,12 +1,22 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { createHealth } from "./adapters/http/health.js";
 import { type HealthChecks, startHttpServer } from "./adapters/http/server.js";
-import { ensureTopics, fetchLag, sourceReplication, topicConfigNumbers, topicSpecs } from "./adapters/kafka/admin.js";
+import {
+  ensureTopics,
+  requireSourceTopics,
+  sourceReplication,
+  topicConfigNumbers,
+  topicSpecs,
+} from "./adapters/kafka/admin.js";
 import { createCatchUpHold } from "./adapters/kafka/catch-up-hold.js";
 import { createKafka, createProducer } from "./adapters/kafka/client.js";
 import { createProjectorConsumer, type ProjectorConsumer } from "./adapters/kafka/consumer.js";
+import { createLagMonitor } from "./adapters/kafka/lag-monitor.js";
+import { createTopicReader } from "./adapters/kafka/read-topic.js";
 import { createRecordSink } from "./adapters/kafka/record-sink.js";
 import { createUpstreamProgress } from "./adapters/kafka/upstream-progress.js";
+import { createLagGauges } from "./adapters/metrics/lag-gauges.js";
 import { createPrometheusMetrics, type PrometheusMetrics } from "./adapters/metrics/prometheus.js";
 import { createDriver, createGraphWriter, migrate } from "./adapters/neo4j/graph-writer.js";
 import {
@@ -22,8 +32,8 @@ import type { AppLogger } from "./logger.js";
 import { validationRules } from "./model/validate.js";
 import { type BatchDeps, processBatch } from "./pipeline/process-batch.js";
 import { type Clock, systemClock } from "./ports.js";
-import { DRIFT_KINDS } from "./reconcile/drift.js";
 import { reconcileRegistry } from "./reconcile/reconcile.js";
+import { scheduleReconciliation } from "./reconcile/schedule.js";
 import { StartupError, untilDeadline } from "./startup.js";
 import { consumedTopics, roleOfTopic, STREAMS, type Stream, topicNames } from "./topics.js";
 import { SERVICE_VERSION } from "./version.js";
@@ -42,14 +52,6 @@ const WEDGED_AFTER_MS = 5 * 60_000;
 /** How often readiness is checked (Neo4j `RETURN 1`, the registry's `/subjects`), and each check's bound. */
 const READY_CHECK_MS = 5_000;
 const READY_CHECK_TIMEOUT_MS = 3_000;
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
 
 /**
  * The composition root: configuration in, a running projector out. Every adapter is created here and
@@ -139,21 +141,15 @@ async function startOrFail(
   const admin = kafka.admin();
   opened.push(() => admin.disconnect());
   const brokers = `Kafka at ${config.kafka.brokers.join(",")}`;
-  const existing = await untilDeadline(
+  await untilDeadline(
     brokers,
     deadlineAt,
     async () => {
       await admin.connect();
-      return new Set(await admin.listTopics());
+      await requireSourceTopics(admin, names);
     },
     clock,
   );
-  const missingSources = Object.values(names.source).filter((topic) => !existing.has(topic));
-  if (missingSources.length > 0) {
-    throw new StartupError(
-      `source topic(s) ${missingSources.join(", ")} do not exist; create them with "agent-graph-projector topics"`,
-    );
-  }
   // Retry and dead-letter topics are as durable as their source: same replication factor and
   // min.insync.replicas (the records in them are past the source offsets we commit).
   const replication = await untilDeadline(brokers, deadlineAt, () => sourceReplication(admin, names, STREAMS), clock);
@@ -213,7 +209,10 @@ async function startOrFail(
     retry: config.retry,
     upstream: createUpstreamProgress(admin, config.kafka.group, names),
   };
-  const hold = createCatchUpHold(admin, config.kafka.group, names, config.catchUpHoldRecords, logger);
+  // One poller of the group's lag: the catch-up hold asks it when it must decide, the gauges hear every answer.
+  const lagTopics = consumedTopics(names);
+  const lag = createLagMonitor(admin, config.kafka.group, lagTopics, logger, clock);
+  const hold = createCatchUpHold(lag.poll, names, config.catchUpHoldRecords, logger, { clock });
   opened.push(async () => hold.stop());
   const consumer = createProjectorConsumer(
     kafka,
@@ -241,103 +240,43 @@ async function startOrFail(
   hold.onLifted((streams) => consumer.releaseHeld(streams));
   hold.useLocalLag(() => consumer.lagSeen());
 
-  // Readiness is checked on a timer, not per request: probes and scrapes never queue queries on Neo4j.
-  let readiness = { neo4j: false, registry: false };
-  const pingRegistry = createRegistryPing(config.registry, READY_CHECK_TIMEOUT_MS);
-  let checking = false;
-  const checkReadiness = async () => {
-    if (checking) return;
-    checking = true;
-    try {
-      const [neo4jOk, registryOk] = await Promise.all([
-        withTimeout(graph.ping(), READY_CHECK_TIMEOUT_MS).then(
-          () => true,
-          () => false,
-        ),
-        pingRegistry(),
-      ]);
-      readiness = { neo4j: neo4jOk, registry: registryOk };
-      metrics.setReady(consumer.isJoined() && neo4jOk && registryOk);
-    } finally {
-      checking = false;
-    }
-  };
-  probes = {
-    live() {
-      const idleMs = clock.now() - consumer.lastProgressAt();
-      return { ok: idleMs < WEDGED_AFTER_MS, detail: { consumerIdleSeconds: Math.round(idleMs / 1000) } };
-    },
-    async ready() {
-      const joined = consumer.isJoined();
-      const { neo4j, registry } = readiness;
-      return { ok: joined && neo4j && registry, detail: { joined, neo4j, registry } };
-    },
-  };
+  const health = createHealth({
+    clock,
+    consumer,
+    pingNeo4j: () => graph.ping(),
+    pingRegistry: createRegistryPing(config.registry, READY_CHECK_TIMEOUT_MS),
+    setReady: (ready) => metrics.setReady(ready),
+    checkTimeoutMs: READY_CHECK_TIMEOUT_MS,
+    wedgedAfterMs: WEDGED_AFTER_MS,
+  });
+  probes = health;
+  lag.onLag(createLagGauges(metrics, names, () => consumer.assignment()));
+  lag.start(config.lagRefreshMs);
+  opened.push(async () => lag.stop());
 
-  const lagTopics = consumedTopics(names);
-  const reported = new Set<string>();
-  const refreshLag = async () => {
-    try {
-      const owned = consumer.assignment();
-      const lags = await fetchLag(admin, config.kafka.group, lagTopics);
-      const seen = new Set<string>();
-      for (const { topic, partition, lag } of lags) {
-        if (!(owned.get(topic) ?? []).includes(partition)) continue;
-        metrics.setLag(topic, partition, lag);
-        seen.add(`${topic}\u0000${partition}`);
-        if (lag === 0 && roleOfTopic(names, topic)?.role === "retry")
-          metrics.setOldestDeferred(topic, partition, undefined);
-      }
-      for (const key of reported) {
-        if (seen.has(key)) continue;
-        const [topic, partition] = key.split("\u0000");
-        metrics.dropLag(topic as string, Number(partition));
-        metrics.setOldestDeferred(topic as string, Number(partition), undefined);
-      }
-      reported.clear();
-      for (const key of seen) reported.add(key);
-    } catch (error) {
-      // Usually a leadership change the admin client's metadata has not caught up with yet.
-      logger.debug({ error: errorMessage(error) }, "lag refresh failed; refreshing metadata");
-      await admin.fetchTopicMetadata({ topics: lagTopics }).catch(() => {});
-    }
-  };
-  const lagTimer = setInterval(refreshLag, config.lagRefreshMs);
+  const reconciliation = scheduleReconciliation({
+    intervalMs: config.reconcileIntervalMs,
+    tenants: config.tenants,
+    reconcile: (route) =>
+      reconcileRegistry({
+        reader: createTopicReader(kafka),
+        topic: names.source["registry-mutation"],
+        decoder,
+        graph,
+        database: route.database,
+        tenantId: route.tenantId,
+        rules: batchDeps.rules,
+        repair: false,
+        scoped: sharedDatabases(config.tenants).has(route.database),
+      }),
+    setDrift: (tenant, kind, count) => metrics.setDrift(tenant, kind, count),
+    logger,
+  });
+  opened.push(async () => reconciliation.stop());
 
-  // §5's scheduled reconciliation, when enabled: report drift as a gauge; repairs stay a human decision.
-  const reconcileTimer =
-    config.reconcileIntervalMs > 0
-      ? setInterval(async () => {
-          for (const route of config.tenants) {
-            try {
-              const result = await reconcileRegistry({
-                kafka,
-                topic: names.source["registry-mutation"],
-                decoder,
-                graph,
-                database: route.database,
-                tenantId: route.tenantId,
-                rules: batchDeps.rules,
-                repair: false,
-                scoped: sharedDatabases(config.tenants).has(route.database),
-              });
-              const counts = new Map<string, number>();
-              for (const item of result.drift) counts.set(item.kind, (counts.get(item.kind) ?? 0) + 1);
-              for (const kind of DRIFT_KINDS) metrics.setDrift(route.tenantId, kind, counts.get(kind) ?? 0);
-              logger.info(
-                { tenant: route.tenantId, agents: result.agents, drift: result.drift.length },
-                "reconciliation done",
-              );
-            } catch (error) {
-              logger.warn({ tenant: route.tenantId, error: errorMessage(error) }, "reconciliation failed");
-            }
-          }
-        }, config.reconcileIntervalMs)
-      : undefined;
-
-  await checkReadiness();
-  const readinessTimer = setInterval(checkReadiness, READY_CHECK_MS);
-  opened.push(async () => clearInterval(readinessTimer));
+  await health.check();
+  health.start(READY_CHECK_MS);
+  opened.push(async () => health.stop());
 
   await untilDeadline(brokers, deadlineAt, () => hold.start(), clock);
   opened.push(() => consumer.stop());
@@ -362,10 +301,10 @@ async function startOrFail(
   async function stop(reason = "stop requested"): Promise<void> {
     stopping ??= (async () => {
       logger.info({ reason }, "stopping: no new fetches, committing what was applied, leaving the group");
-      clearInterval(lagTimer);
-      clearInterval(readinessTimer);
+      lag.stop();
+      health.stop();
       hold.stop();
-      if (reconcileTimer) clearInterval(reconcileTimer);
+      reconciliation.stop();
       await consumer.stop().catch((error) => logger.warn({ error: errorMessage(error) }, "consumer stop failed"));
       await producer.disconnect().catch(() => {});
       await admin.disconnect().catch(() => {});

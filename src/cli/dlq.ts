@@ -1,43 +1,10 @@
 import type { Command } from "commander";
-import type { IHeaders } from "kafkajs";
-import { createKafka, createProducer, sendBatchAtLeastOnce } from "../adapters/kafka/client.js";
-import { type ReadRecord, readTopicsToEnd } from "../adapters/kafka/read-topic.js";
-import { HEADER, STREAMS, topicNames } from "../topics.js";
+import { createKafka, createProducer, createRecordPublisher } from "../adapters/kafka/client.js";
+import { createTopicReader } from "../adapters/kafka/read-topic.js";
+import { listDeadLetters, redriveDeadLetters } from "../operations/dlq.js";
+import { topicNames } from "../topics.js";
 import { action, cliContext } from "./context.js";
 import { printRows } from "./output.js";
-
-function header(record: ReadRecord, name: string): string | undefined {
-  const value = record.message.headers?.[name];
-  const first = Array.isArray(value) ? value[0] : value;
-  return first === undefined ? undefined : first.toString();
-}
-
-function describe(record: ReadRecord) {
-  return {
-    dlq: `${record.topic}:${record.partition}:${record.message.offset}`,
-    source: `${header(record, HEADER.sourceTopic) ?? "?"}:${header(record, HEADER.sourcePartition) ?? "?"}:${header(record, HEADER.sourceOffset) ?? "?"}`,
-    key: record.message.key?.toString() ?? null,
-    reason: header(record, HEADER.errorClass) ?? "?",
-    message: header(record, HEADER.errorMessage) ?? "",
-  };
-}
-
-/** Where a record came from, which a re-driven record keeps: it is a late copy of that record. */
-const KEPT_HEADERS = new Set<string>([
-  HEADER.sourceTopic,
-  HEADER.sourcePartition,
-  HEADER.sourceOffset,
-  HEADER.sourceTimestamp,
-]);
-
-/** Headers of a re-driven record: the original ones and its source, without the dead-letter verdict. */
-function redriveHeaders(record: ReadRecord): IHeaders {
-  const headers: IHeaders = {};
-  for (const [name, value] of Object.entries(record.message.headers ?? {})) {
-    if ((!name.startsWith("agp-") || KEPT_HEADERS.has(name)) && value !== undefined) headers[name] = value;
-  }
-  return headers;
-}
 
 export function registerDlq(program: Command): void {
   const dlq = program
@@ -52,15 +19,10 @@ export function registerDlq(program: Command): void {
     .action(
       action(async (options: { reason?: string; json?: boolean }) => {
         const { config, logger } = cliContext();
-        const names = topicNames(config.topics);
-        const rows: ReturnType<typeof describe>[] = [];
-        await readTopicsToEnd(
-          createKafka(config.kafka, logger),
-          STREAMS.map((s) => names.deadLetter[s]),
-          (record) => {
-            const row = describe(record);
-            if (!options.reason || row.reason === options.reason) rows.push(row);
-          },
+        const rows = await listDeadLetters(
+          createTopicReader(createKafka(config.kafka, logger)),
+          topicNames(config.topics),
+          options.reason,
         );
         printRows(rows, { json: options.json === true, empty: "no dead-lettered records" });
       }),
@@ -80,42 +42,24 @@ export function registerDlq(program: Command): void {
           throw new Error("name records to re-drive, or pass --reason or --all");
         const { config, logger } = cliContext();
         const kafka = createKafka(config.kafka, logger);
-        const names = topicNames(config.topics);
-        const wanted = new Set(ids);
-        const chosen: ReadRecord[] = [];
-        await readTopicsToEnd(
-          kafka,
-          STREAMS.map((s) => names.deadLetter[s]),
-          (record) => {
-            const row = describe(record);
-            if (options.all || wanted.has(row.dlq) || (options.reason && row.reason === options.reason))
-              chosen.push(record);
-          },
-        );
         const producer = createProducer(kafka);
         await producer.connect();
+        let count: number;
         try {
-          for (const record of chosen) {
-            const topic = header(record, HEADER.sourceTopic);
-            const source = STREAMS.find((s) => names.source[s] === topic || names.retry[s] === topic);
-            if (!source)
-              throw new Error(`record ${describe(record).dlq} names no known source topic (${topic ?? "none"})`);
-            // To the retry topic, never the source: on the compacted registry topic an old snapshot
-            // would become its key's latest value, what a rebuild or reconciliation reads as the
-            // registry. From the retry topic it is applied once, fenced like any late record.
-            await sendBatchAtLeastOnce(producer, {
-              topicMessages: [
-                {
-                  topic: names.retry[source],
-                  messages: [{ key: record.message.key, value: record.message.value, headers: redriveHeaders(record) }],
-                },
-              ],
-            });
-          }
+          count = await redriveDeadLetters(
+            createTopicReader(kafka),
+            createRecordPublisher(producer),
+            topicNames(config.topics),
+            {
+              ids: new Set(ids),
+              ...(options.reason === undefined ? {} : { reason: options.reason }),
+              all: options.all === true,
+            },
+          );
         } finally {
           await producer.disconnect();
         }
-        process.stdout.write(`re-drove ${chosen.length} record(s) through their retry topics\n`);
+        process.stdout.write(`re-drove ${count} record(s) through their retry topics\n`);
       }),
     );
 }

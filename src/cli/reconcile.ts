@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { createKafka } from "../adapters/kafka/client.js";
+import { createTopicReader } from "../adapters/kafka/read-topic.js";
 import { createDriver, createGraphWriter } from "../adapters/neo4j/graph-writer.js";
 import { createAvroDecoder, createSchemaRegistry } from "../adapters/registry/schema-registry.js";
 import { sharedDatabases } from "../config.js";
@@ -25,7 +26,7 @@ export function registerReconcile(program: Command): void {
           let total = 0;
           for (const route of config.tenants) {
             const result = await reconcileRegistry({
-              kafka: createKafka(config.kafka, logger),
+              reader: createTopicReader(createKafka(config.kafka, logger)),
               topic: config.topics.registryMutation,
               decoder: createAvroDecoder(createSchemaRegistry(config.registry)),
               graph: createGraphWriter(driver, noopMetrics, config.neo4j.txTimeoutMs),

@@ -1,13 +1,14 @@
 import type { Command } from "commander";
-import { resetOffsets } from "../adapters/kafka/admin.js";
+import { createGroupAdmin } from "../adapters/kafka/admin.js";
 import { createKafka } from "../adapters/kafka/client.js";
-import { HistoryGoneError, historyGaps } from "../adapters/kafka/history.js";
+import { createTopicReader } from "../adapters/kafka/read-topic.js";
 import { createDriver, createGraphWriter } from "../adapters/neo4j/graph-writer.js";
 import { createAvroDecoder, createSchemaRegistry } from "../adapters/registry/schema-registry.js";
 import { sharedDatabases } from "../config.js";
 import { validationRules } from "../model/validate.js";
 import { rebuildRegistry } from "../operations/rebuild.js";
-import { noopMetrics } from "../ports.js";
+import { replayTopics } from "../operations/replay.js";
+import { noopMetrics, type ReadFrom } from "../ports.js";
 import { STREAMS, type Stream, topicNames } from "../topics.js";
 import { action, type CliContext, cliContext } from "./context.js";
 import { printRows } from "./output.js";
@@ -32,23 +33,14 @@ function parseStreams(list: string | undefined): Stream[] {
   });
 }
 
-async function reset(
-  context: CliContext,
-  streams: readonly Stream[],
-  to: { earliest: true } | { timestamp: number },
-  json: boolean,
-  allowGaps: boolean,
-) {
+async function reset(context: CliContext, streams: readonly Stream[], to: ReadFrom, json: boolean, allowGaps: boolean) {
   const { config, logger } = context;
   const names = topicNames(config.topics);
   const admin = createKafka(config.kafka, logger).admin();
   await admin.connect();
   try {
     const topics = streams.map((s) => names.source[s]);
-    // A replay meant to re-read a topic's history must not silently start past what has expired.
-    const gaps = allowGaps ? [] : await historyGaps(admin, topics, to);
-    if (gaps.length > 0) throw new HistoryGoneError(gaps, "replay (pass --allow-gaps to read what is left)");
-    const done = await resetOffsets(admin, config.kafka.group, topics, to);
+    const done = await replayTopics(createGroupAdmin(admin), config.kafka.group, topics, to, allowGaps);
     printRows(done, { json, title: `offsets of group "${config.kafka.group}" reset` });
   } finally {
     await admin.disconnect();
@@ -66,7 +58,7 @@ export function registerReplay(program: Command): void {
     .option("--json", "print JSON")
     .action(
       action(async (options: { toTimestamp?: string; topics?: string; allowGaps?: boolean; json?: boolean }) => {
-        let to: { earliest: true } | { timestamp: number } = { earliest: true };
+        let to: ReadFrom = { earliest: true };
         if (options.toTimestamp) {
           const timestamp = /^\d+$/.test(options.toTimestamp)
             ? Number(options.toTimestamp)
@@ -100,8 +92,8 @@ export function registerReplay(program: Command): void {
         try {
           const rebuilt = await rebuildRegistry({
             graph: createGraphWriter(driver, noopMetrics, config.neo4j.txTimeoutMs),
-            admin,
-            kafka,
+            admin: createGroupAdmin(admin),
+            reader: createTopicReader(kafka),
             groupId: config.kafka.group,
             topic: topicNames(config.topics).source["registry-mutation"],
             decoder: createAvroDecoder(createSchemaRegistry(config.registry)),

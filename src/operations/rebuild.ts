@@ -1,10 +1,8 @@
-import type { Admin, Kafka } from "kafkajs";
-import { GroupActiveError } from "../adapters/kafka/admin.js";
-import { HistoryGoneError, historyGaps } from "../adapters/kafka/history.js";
+import { HistoryGoneError } from "../adapters/kafka/history.js";
 import type { TenantRoute } from "../config.js";
 import { wipeAgentRegistryState, wipeDeclared, wipeRegistryEdges } from "../cypher/rebuild.js";
 import type { ValidationRules } from "../model/validate.js";
-import type { Decoder, GraphWriter } from "../ports.js";
+import type { Decoder, GraphWriter, GroupAdmin, TopicReader } from "../ports.js";
 import { projectRegistry } from "../projection/registry.js";
 import { readRegistryTopic } from "../reconcile/reconcile.js";
 
@@ -28,8 +26,8 @@ export type RebuildResult = {
  */
 export async function rebuildRegistry(options: {
   graph: GraphWriter;
-  admin: Admin;
-  kafka: Kafka;
+  admin: GroupAdmin;
+  reader: TopicReader;
   groupId: string;
   topic: string;
   decoder: Decoder;
@@ -37,16 +35,11 @@ export async function rebuildRegistry(options: {
   shared: ReadonlySet<string>;
   rules: ValidationRules;
 }): Promise<RebuildResult[]> {
-  const [group] = (await options.admin.describeGroups([options.groupId])).groups;
-  if (group && group.members.length > 0) {
-    throw new GroupActiveError(
-      `consumer group "${options.groupId}" has ${group.members.length} active member(s); stop every projector instance first`,
-    );
-  }
-  const gaps = await historyGaps(options.admin, [options.topic], { earliest: true });
+  await options.admin.assertNoActiveMembers(options.groupId);
+  const gaps = await options.admin.historyGaps([options.topic], { earliest: true });
   if (gaps.length > 0) throw new HistoryGoneError(gaps, "rebuild");
 
-  const { events } = await readRegistryTopic(options.kafka, options.topic, options.decoder, options.rules);
+  const { events } = await readRegistryTopic(options.reader, options.topic, options.decoder, options.rules);
   const results: RebuildResult[] = [];
   for (const route of options.tenants) {
     const scoped = options.shared.has(route.database);

@@ -19,7 +19,7 @@ import {
 import type { Indexed } from "../projection/plan.js";
 import { HEADER, headerString, type Stream } from "../topics.js";
 import { backoffMs, decideDeferral, decodeMark, nextDeferral, type RetryPolicy } from "./retry.js";
-import { type EventOf, STREAM_RULES, type StreamRules } from "./stream-rules.js";
+import { type EventOf, STREAM_RULES, type StreamRules, toEvent } from "./stream-rules.js";
 
 export type { RetryPolicy } from "./retry.js";
 
@@ -301,15 +301,4 @@ function freshness<S extends Stream>(
     if (Number.isFinite(own)) seconds.push(Math.max(0, committedAt - own) / 1000);
   });
   return seconds;
-}
-
-async function toEvent<S extends Stream>(
-  stream: S,
-  record: SourceRecord,
-  deps: BatchDeps,
-): Promise<EventOf<S> | Rejection> {
-  const rules: StreamRules<EventOf<S>> = STREAM_RULES[stream];
-  if (record.value === null) return rules.tombstone(record, deps.rules);
-  const value = await deps.decoder.decode(stream, record.value);
-  return value instanceof Rejection ? value : rules.validate(value, deps.rules);
 }

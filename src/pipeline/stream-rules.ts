@@ -7,7 +7,7 @@ import {
   validateRegistrySnapshot,
   validateRegistryTombstone,
 } from "../model/validate.js";
-import type { SourceRecord } from "../ports.js";
+import type { Decoder, SourceRecord } from "../ports.js";
 import { projectEscalations } from "../projection/escalations.js";
 import { projectOutcomes } from "../projection/outcomes.js";
 import type { Indexed, Plan } from "../projection/plan.js";
@@ -70,3 +70,19 @@ export const STREAM_RULES: { readonly [S in Stream]: StreamRules<EventOf<S>> } =
     eventTime: (event) => event.observed_at,
   },
 };
+
+/**
+ * One record of a stream read into its event, or the Rejection that dead-letters it: a tombstone is
+ * validated from its key and headers, anything else decoded through the registry, then validated. The
+ * consumer's batches and every reading of a topic to its end (reconciliation, rebuild) go through here.
+ */
+export async function toEvent<S extends Stream>(
+  stream: S,
+  record: SourceRecord,
+  deps: { readonly decoder: Decoder; readonly rules: ValidationRules },
+): Promise<EventOf<S> | Rejection> {
+  const rules: StreamRules<EventOf<S>> = STREAM_RULES[stream];
+  if (record.value === null) return rules.tombstone(record, deps.rules);
+  const value = await deps.decoder.decode(stream, record.value);
+  return value instanceof Rejection ? value : rules.validate(value, deps.rules);
+}

@@ -1,12 +1,10 @@
-import type { Kafka } from "kafkajs";
-import { readTopicsToEnd } from "../adapters/kafka/read-topic.js";
 import { REGISTRY_PROJECTION_STATE } from "../cypher/reconcile.js";
 import type { RegistryEvent } from "../model/events.js";
 import { Rejection } from "../model/fate.js";
-import { type ValidationRules, validateRegistrySnapshot, validateRegistryTombstone } from "../model/validate.js";
-import type { Decoder, GraphWriter } from "../ports.js";
+import type { ValidationRules } from "../model/validate.js";
+import { toEvent } from "../pipeline/stream-rules.js";
+import type { Decoder, GraphWriter, SourceRecord, TopicReader } from "../ports.js";
 import { projectRegistry } from "../projection/registry.js";
-import { HEADER } from "../topics.js";
 import { type AgentState, type Drift, diffRegistry, registryState } from "./drift.js";
 
 export interface ReconcileResult {
@@ -22,7 +20,7 @@ export interface ReconcileResult {
  * version guard lets an equal version through, so the repair is the projection itself).
  */
 export async function reconcileRegistry(options: {
-  kafka: Kafka;
+  reader: TopicReader;
   topic: string;
   decoder: Decoder;
   graph: GraphWriter;
@@ -33,7 +31,7 @@ export async function reconcileRegistry(options: {
   /** Several tenants share the database: keys carry the tenant (cypher/tenant.ts). */
   scoped?: boolean;
 }): Promise<ReconcileResult> {
-  const read = await readRegistryTopic(options.kafka, options.topic, options.decoder, options.rules);
+  const read = await readRegistryTopic(options.reader, options.topic, options.decoder, options.rules);
   const events = read.events.filter((event) => event.tenant_id === options.tenantId);
   const unreadable = read.unreadable;
   const registry = registryState(events);
@@ -58,38 +56,22 @@ export async function reconcileRegistry(options: {
 
 /**
  * The registry topic read to its end and validated, in offset order per partition (so per agent);
- * records that do not validate are counted, not returned.
+ * records that do not validate are counted, not returned. Each record is read as the consumer reads it.
  */
 export async function readRegistryTopic(
-  kafka: Kafka,
+  reader: TopicReader,
   topic: string,
   decoder: Decoder,
   rules: ValidationRules,
 ): Promise<{ events: RegistryEvent[]; unreadable: number }> {
-  const raw: { key: Buffer | null; value: Buffer | null; tenant: string | undefined; version: string | undefined }[] =
-    [];
-  await readTopicsToEnd(kafka, [topic], ({ message }) => {
-    const header = message.headers?.[HEADER.tenantId];
-    const version = message.headers?.[HEADER.registryVersion];
-    raw.push({
-      key: message.key,
-      value: message.value,
-      tenant: header ? String(header) : undefined,
-      version: version === undefined ? undefined : String(version),
-    });
-  });
+  const records: SourceRecord[] = [];
+  await reader.readToEnd([topic], (record) => records.push(record));
   const events: RegistryEvent[] = [];
   let unreadable = 0;
-  for (const record of raw) {
-    let event: RegistryEvent | Rejection;
-    if (record.value === null) {
-      event = validateRegistryTombstone(record.key?.toString() ?? null, record.tenant, record.version, rules);
-    } else {
-      const decoded = await decoder.decode("registry-mutation", record.value);
-      event = decoded instanceof Rejection ? decoded : validateRegistrySnapshot(decoded, rules);
-    }
+  for (const record of records) {
+    const event = await toEvent("registry-mutation", record, { decoder, rules });
     if (event instanceof Rejection) unreadable += 1;
-    else events.push(event);
+    else if (event.kind === "registry-snapshot" || event.kind === "registry-tombstone") events.push(event);
   }
   return { events, unreadable };
 }

@@ -136,8 +136,8 @@ describe("fencing on every path, on real servers", () => {
       harness.kafka,
       [harness.names.source["registry-mutation"], harness.names.retry["registry-mutation"]],
       (record) => {
-        if (record.message.key?.toString() === registryKey("default", A))
-          versions.push({ topic: record.topic, offset: record.message.offset });
+        if (record.key?.toString() === registryKey("default", A))
+          versions.push({ topic: record.topic, offset: record.offset });
       },
     );
     expect(versions.filter((v) => v.topic === harness.names.source["registry-mutation"])).toHaveLength(2);

@@ -170,6 +170,7 @@ describe("reconcile (§5 scheduled reconciliation, built)", () => {
 
   it("finds drift between the registry topic and the graph, and --repair removes it", async () => {
     const { reconcileRegistry } = await import("../../src/reconcile/reconcile.js");
+    const { createTopicReader } = await import("../../src/adapters/kafka/read-topic.js");
     const { createAvroDecoder } = await import("../../src/adapters/registry/schema-registry.js");
     const { referenceGraph } = await import("../support/reference-model.js");
     const { diffGraphs } = await import("../../src/model/graph.js");
@@ -180,7 +181,7 @@ describe("reconcile (§5 scheduled reconciliation, built)", () => {
     await harness.stopProjectors();
     const run = (repair: boolean) =>
       reconcileRegistry({
-        kafka: harness.kafka,
+        reader: createTopicReader(harness.kafka),
         topic: harness.names.source["registry-mutation"],
         decoder: createAvroDecoder(harness.registry),
         graph: harness.graph(),

@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { resetOffsets } from "../../src/adapters/kafka/admin.js";
+import { createGroupAdmin, resetOffsets } from "../../src/adapters/kafka/admin.js";
+import { createTopicReader } from "../../src/adapters/kafka/read-topic.js";
 import { createAvroDecoder } from "../../src/adapters/registry/schema-registry.js";
 import { CONSTRAINT_NAMES } from "../../src/cypher/s6-constraints.js";
 import type { ProjectorEvent } from "../../src/model/events.js";
@@ -70,8 +71,8 @@ describe("the projector on real Kafka, registry and Neo4j", () => {
     await harness.stopProjectors();
     await rebuildRegistry({
       graph: harness.graph(),
-      admin: harness.admin,
-      kafka: harness.kafka,
+      admin: createGroupAdmin(harness.admin),
+      reader: createTopicReader(harness.kafka),
       groupId: harness.config.kafka.group,
       topic: harness.names.source["registry-mutation"],
       decoder: createAvroDecoder(harness.registry),

@@ -1,7 +1,8 @@
 import { spawn } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createGroupAdmin } from "../../src/adapters/kafka/admin.js";
 import { historyGaps } from "../../src/adapters/kafka/history.js";
-import { readTopicsToEnd } from "../../src/adapters/kafka/read-topic.js";
+import { createTopicReader, readTopicsToEnd } from "../../src/adapters/kafka/read-topic.js";
 import { createAvroDecoder } from "../../src/adapters/registry/schema-registry.js";
 import { diffGraphs } from "../../src/model/graph.js";
 import { rebuildRegistry } from "../../src/operations/rebuild.js";
@@ -101,8 +102,8 @@ describe("rebuild from what lasts, on real servers", () => {
       const keys = new Set<string>();
       await readTopicsToEnd(harness.kafka, [registryTopic], (record) => {
         records += 1;
-        keys.add(String(record.message.key));
-        if (record.message.value === null) tombstones += 1;
+        keys.add(String(record.key));
+        if (record.value === null) tombstones += 1;
       });
       state = `expired=${expired} registry records=${records} tombstones=${tombstones} keys=${keys.size}`;
       if (expired && records < log.registry.length && tombstones < publishedTombstones) break;
@@ -136,8 +137,8 @@ describe("rebuild from what lasts, on real servers", () => {
 
     const rebuilt = await rebuildRegistry({
       graph: harness.graph(),
-      admin: harness.admin,
-      kafka: harness.kafka,
+      admin: createGroupAdmin(harness.admin),
+      reader: createTopicReader(harness.kafka),
       groupId: harness.config.kafka.group,
       topic: registryTopic,
       decoder: createAvroDecoder(harness.registry),

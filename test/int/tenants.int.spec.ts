@@ -107,7 +107,7 @@ describe("tenants sharing one database, on real servers", () => {
 
     const dead: string[] = [];
     await readTopicsToEnd(harness.kafka, [harness.names.deadLetter["registry-mutation"]], (record) => {
-      dead.push(`${record.message.key?.toString()} ${record.message.headers?.[HEADER.errorMessage]?.toString()}`);
+      dead.push(`${record.key?.toString()} ${record.headers[HEADER.errorMessage]?.toString()}`);
     });
     expect(dead).toEqual([expect.stringMatching(/^os-agt-001 a tombstone must name its tenant/)]);
     await harness.stopProjectors();

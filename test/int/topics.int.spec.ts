@@ -177,11 +177,12 @@ describe("topics on the cluster under test", () => {
       await sink.send(items);
 
       const read: { offset: string; value: Buffer | null; headers: Record<string, string> }[] = [];
-      await readTopicsToEnd(harness.kafka, [topic], ({ message }) => {
-        const headers = Object.fromEntries(
-          Object.entries(message.headers ?? {}).map(([k, v]) => [k, String(v)]),
-        ) as Record<string, string>;
-        read.push({ offset: headers[HEADER.sourceOffset] ?? "", value: message.value, headers });
+      await readTopicsToEnd(harness.kafka, [topic], (record) => {
+        const headers = Object.fromEntries(Object.entries(record.headers).map(([k, v]) => [k, String(v)])) as Record<
+          string,
+          string
+        >;
+        read.push({ offset: headers[HEADER.sourceOffset] ?? "", value: record.value, headers });
       });
       expect(read.map((r) => Number(r.offset)).sort((a, b) => a - b)).toEqual(
         Array.from({ length: count + 1 }, (_, i) => i),

@@ -1,4 +1,5 @@
 import type { EscalationEdge, OutcomeCreated, RegistrySnapshot, RegistryTombstone } from "../../src/model/events.js";
+import { type TopicNames, topicNames } from "../../src/topics.js";
 
 let seq = 0;
 const at = (n: number) => Date.UTC(2026, 0, 1) + n * 1000;
@@ -65,3 +66,13 @@ export function escalation(source: string, target: string, observedAtSecond = 10
 export function overlong(suffix: string): string {
   return `${"x".repeat(40_000)}${suffix}`;
 }
+
+/** Short topic names for unit tests: reg, out, esc, with `.retry` and `.dlq` suffixes. */
+export const shortTopicNames = (): TopicNames =>
+  topicNames({
+    registryMutation: "reg",
+    outcomeCreated: "out",
+    escalationEdge: "esc",
+    retrySuffix: ".retry",
+    dlqSuffix: ".dlq",
+  } as Parameters<typeof topicNames>[0]);

@@ -174,10 +174,10 @@ export class Harness {
   /** Everything on the three dead-letter topics so far. */
   async deadLetters(): Promise<DeadLetter[]> {
     const out: DeadLetter[] = [];
-    await readTopicsToEnd(this.kafka, Object.values(this.names.deadLetter), ({ partition, message }) => {
-      const headers: Record<string, string> = {};
-      for (const [name, value] of Object.entries(message.headers ?? {})) headers[name] = String(value);
-      out.push({ key: message.key?.toString() ?? null, value: message.value, partition, headers });
+    await readTopicsToEnd(this.kafka, Object.values(this.names.deadLetter), ({ partition, key, value, headers }) => {
+      const text: Record<string, string> = {};
+      for (const [name, header] of Object.entries(headers)) text[name] = String(header);
+      out.push({ key: key?.toString() ?? null, value, partition, headers: text });
     });
     return out;
   }

@@ -1,5 +1,8 @@
 import kafkajs, { type Admin, type ITopicConfig } from "kafkajs";
+import { FatalError } from "../../errors.js";
+import type { GroupAdmin, ReadFrom } from "../../ports.js";
 import { STREAMS, type Stream, type TopicNames } from "../../topics.js";
+import { historyGaps } from "./history.js";
 
 /** How many copies of a topic the cluster keeps, and how many must be in sync for an acks=all write. */
 export interface Replication {
@@ -170,6 +173,20 @@ export async function topicConfigNumbers(
   return out;
 }
 
+/**
+ * Refuses to go on when a source topic is missing: the producers own them, and a service that created
+ * one would consume an empty topic that nobody writes to. A FatalError: waiting does not create it.
+ */
+export async function requireSourceTopics(admin: Admin, names: TopicNames): Promise<void> {
+  const existing = new Set(await admin.listTopics());
+  const missing = Object.values(names.source).filter((topic) => !existing.has(topic));
+  if (missing.length > 0) {
+    throw new FatalError(
+      `source topic(s) ${missing.join(", ")} do not exist; create them with "agent-graph-projector topics"`,
+    );
+  }
+}
+
 /** Creates the missing topics; existing ones are left as they are. Returns the names it created. */
 export async function ensureTopics(
   admin: Admin,
@@ -230,6 +247,28 @@ export class GroupActiveError extends Error {
 }
 
 /**
+ * Refuses, with a GroupActiveError, while the group has active members: Kafka accepts offset changes
+ * only for an empty group, and a rebuild under running instances would race their writes.
+ */
+export async function assertNoActiveMembers(admin: Admin, groupId: string): Promise<void> {
+  const [description] = (await admin.describeGroups([groupId])).groups;
+  if (description && description.members.length > 0) {
+    throw new GroupActiveError(
+      `consumer group "${groupId}" has ${description.members.length} active member(s) (state ${description.state}); stop every projector instance first`,
+    );
+  }
+}
+
+/** The GroupAdmin port over a connected kafkajs admin client. */
+export function createGroupAdmin(admin: Admin): GroupAdmin {
+  return {
+    assertNoActiveMembers: (groupId) => assertNoActiveMembers(admin, groupId),
+    historyGaps: (topics, from) => historyGaps(admin, topics, from),
+    resetOffsets: (groupId, topics, to) => resetOffsets(admin, groupId, topics, to),
+  };
+}
+
+/**
  * Resets the group's committed offsets on the chosen topics to the earliest offset or to the first
  * offset at or after a timestamp. Kafka only accepts this for a group with no active member, and so
  * do we: stop every projector instance first.
@@ -238,14 +277,9 @@ export async function resetOffsets(
   admin: Admin,
   groupId: string,
   topics: readonly string[],
-  to: { earliest: true } | { timestamp: number },
+  to: ReadFrom,
 ): Promise<{ topic: string; partition: number; offset: string }[]> {
-  const [description] = (await admin.describeGroups([groupId])).groups;
-  if (description && description.members.length > 0) {
-    throw new GroupActiveError(
-      `consumer group "${groupId}" has ${description.members.length} active member(s) (state ${description.state}); stop every projector instance first`,
-    );
-  }
+  await assertNoActiveMembers(admin, groupId);
   const done: { topic: string; partition: number; offset: string }[] = [];
   for (const topic of topics) {
     const partitions =

@@ -1,13 +1,18 @@
-import type { Admin } from "kafkajs";
+import { setTimeout as delay } from "node:timers/promises";
 import { errorMessage } from "../../errors.js";
 import { heldStreams, mightRelease } from "../../pipeline/catch-up.js";
-import type { Logger } from "../../ports.js";
+import { type Clock, type Logger, systemClock } from "../../ports.js";
 import type { Stream, TopicNames } from "../../topics.js";
-import { fetchLag } from "./admin.js";
+import type { PartitionLag } from "./lag-monitor.js";
 
 /** Re-check period while nothing is held, and while something is. */
-const IDLE_CHECK_MS = 1_000;
-const HOLDING_CHECK_MS = 250;
+export const IDLE_CHECK_MS = 1_000;
+export const HOLDING_CHECK_MS = 250;
+
+/** Waits `ms`; rejects when `signal` aborts (the hold stopped). */
+export type Sleep = (ms: number, signal: AbortSignal) => Promise<void>;
+
+const realSleep: Sleep = (ms, signal) => delay(ms, undefined, { signal });
 
 export interface CatchUpHold {
   isHeld(stream: Stream): boolean;
@@ -30,27 +35,29 @@ export interface CatchUpHold {
  * Overlapping requests for a check share one, followed by at most one more. While the instance's own
  * partitions still show enough backlog to keep everything held, those frequent checks are answered
  * without the broker (a check is a dozen admin requests); the broker is still asked every second.
+ * `lag` asks the broker for the group's lag (the service's one LagMonitor, whose answers also feed
+ * the lag gauges). The clock and the sleep between checks are injectable, for tests.
  */
 export function createCatchUpHold(
-  admin: Admin,
-  group: string,
+  lag: () => Promise<readonly PartitionLag[]>,
   names: TopicNames,
   threshold: number,
   logger: Logger,
+  timing: { readonly clock?: Clock; readonly sleep?: Sleep } = {},
 ): CatchUpHold {
-  const upstream = [names.source["registry-mutation"], names.source["outcome-created"]];
+  const clock = timing.clock ?? systemClock;
+  const sleep = timing.sleep ?? realSleep;
+  const stopping = new AbortController();
   let held = new Set<Stream>();
   let lifted: (streams: Stream[]) => void = () => {};
   let inFlight: Promise<void> | undefined;
   let again = false;
-  let timer: NodeJS.Timeout | undefined;
-  let stopped = false;
   let localLag: (() => Readonly<Record<Stream, number>>) | undefined;
   let askedAt = Number.NEGATIVE_INFINITY;
 
   async function heldNow(): Promise<Set<Stream>> {
     try {
-      const lags = await fetchLag(admin, group, upstream);
+      const lags = await lag();
       const sum = (topic: string) =>
         lags.filter((entry) => entry.topic === topic).reduce((total, entry) => total + entry.lag, 0);
       return heldStreams(
@@ -75,10 +82,10 @@ export function createCatchUpHold(
     inFlight = (async () => {
       do {
         again = false;
-        if (held.size > 0 && localLag && Date.now() - askedAt < IDLE_CHECK_MS) {
+        if (held.size > 0 && localLag && clock.now() - askedAt < IDLE_CHECK_MS) {
           if (!mightRelease(held, localLag(), threshold)) continue;
         }
-        askedAt = Date.now();
+        askedAt = clock.now();
         const next = await heldNow();
         const released = [...held].filter((stream) => !next.has(stream));
         if ([...next].join() !== [...held].join()) logger.info({ held: [...next] }, "catch-up hold changed");
@@ -91,14 +98,17 @@ export function createCatchUpHold(
     return inFlight;
   }
 
-  function schedule(): void {
-    if (stopped) return;
-    timer = setTimeout(
-      () => {
-        void check().finally(schedule);
-      },
-      held.size > 0 ? HOLDING_CHECK_MS : IDLE_CHECK_MS,
-    );
+  /** Checks after each pause until stopped; stopping aborts the pause in progress. */
+  async function schedule(): Promise<void> {
+    while (!stopping.signal.aborted) {
+      try {
+        await sleep(held.size > 0 ? HOLDING_CHECK_MS : IDLE_CHECK_MS, stopping.signal);
+      } catch {
+        return;
+      }
+      if (stopping.signal.aborted) return;
+      await check().catch((error) => logger.warn({ error: errorMessage(error) }, "catch-up check failed"));
+    }
   }
 
   return {
@@ -118,11 +128,10 @@ export function createCatchUpHold(
     async start() {
       if (threshold <= 0) return;
       await check();
-      schedule();
+      void schedule();
     },
     stop() {
-      stopped = true;
-      if (timer) clearTimeout(timer);
+      stopping.abort();
     },
   };
 }

@@ -11,7 +11,7 @@ import {
 } from "kafkajs";
 import type { Config } from "../../config.js";
 import { classify } from "../../errors.js";
-import type { Logger } from "../../ports.js";
+import type { Logger, RecordPublisher } from "../../ports.js";
 
 /** One kafkajs client for the whole process, with its logs routed into ours. */
 export function createKafka(config: Config["kafka"], logger: Logger): Kafka {
@@ -92,4 +92,17 @@ export async function sendBatchAtLeastOnce(
       await new Promise((resolve) => setTimeout(resolve, delay));
     }
   }
+}
+
+/** The RecordPublisher port: one record per send, acknowledged by every in-sync replica. */
+export function createRecordPublisher(producer: Producer): RecordPublisher {
+  return {
+    async publish(topic, record) {
+      await sendBatchAtLeastOnce(producer, {
+        topicMessages: [
+          { topic, messages: [{ key: record.key, value: record.value, headers: { ...record.headers } }] },
+        ],
+      });
+    },
+  };
 }

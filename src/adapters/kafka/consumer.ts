@@ -1,4 +1,4 @@
-import type { Consumer, EachBatchPayload, Kafka, KafkaMessage } from "kafkajs";
+import type { Consumer, EachBatchPayload, Kafka } from "kafkajs";
 import { errorMessage } from "../../errors.js";
 import { createCoalescer } from "../../pipeline/coalesce.js";
 import {
@@ -12,6 +12,7 @@ import {
 } from "../../pipeline/partition-policy.js";
 import type { Clock, ConsumerMetrics, Logger, PauseReason, SourceRecord } from "../../ports.js";
 import { consumedTopics, roleOfTopic, type Stream, type TopicNames } from "../../topics.js";
+import { toSourceRecord } from "./source-record.js";
 
 export interface ConsumerOptions {
   readonly groupId: string;
@@ -340,22 +341,5 @@ export function createProjectorConsumer(
         resume();
       }
     },
-  };
-}
-
-function toSourceRecord(topic: string, partition: number, message: KafkaMessage): SourceRecord {
-  const headers: Record<string, Buffer | undefined> = {};
-  for (const [name, value] of Object.entries(message.headers ?? {})) {
-    const first = Array.isArray(value) ? value[0] : value;
-    headers[name] = first === undefined ? undefined : Buffer.isBuffer(first) ? first : Buffer.from(String(first));
-  }
-  return {
-    topic,
-    partition,
-    offset: message.offset,
-    timestamp: message.timestamp,
-    key: message.key ?? null,
-    value: message.value ?? null,
-    headers,
   };
 }

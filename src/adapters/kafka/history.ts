@@ -1,13 +1,7 @@
 import type { Admin } from "kafkajs";
+import type { HistoryGap, ReadFrom } from "../../ports.js";
 
-/** A partition whose records a replay or rebuild needs are already gone (retention, DeleteRecords). */
-export interface HistoryGap {
-  readonly topic: string;
-  readonly partition: number;
-  /** The log start offset: the first record the broker still has. */
-  readonly earliest: string;
-  readonly needed: string;
-}
+export type { HistoryGap } from "../../ports.js";
 
 export class HistoryGoneError extends Error {
   override readonly name = "HistoryGoneError";
@@ -30,11 +24,7 @@ export class HistoryGoneError extends Error {
  * partition is empty after a start above 0), the records between that time and the log start may
  * have expired, and this says so rather than guess.
  */
-export async function historyGaps(
-  admin: Admin,
-  topics: readonly string[],
-  from: { earliest: true } | { timestamp: number },
-): Promise<HistoryGap[]> {
+export async function historyGaps(admin: Admin, topics: readonly string[], from: ReadFrom): Promise<HistoryGap[]> {
   const gaps: HistoryGap[] = [];
   const neededFrom =
     "timestamp" in from ? `the first record at or after ${new Date(from.timestamp).toISOString()}` : "0";

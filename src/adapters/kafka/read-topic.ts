@@ -1,21 +1,17 @@
 import { randomUUID } from "node:crypto";
-import type { Kafka, KafkaMessage } from "kafkajs";
-
-export interface ReadRecord {
-  readonly topic: string;
-  readonly partition: number;
-  readonly message: KafkaMessage;
-}
+import type { Kafka } from "kafkajs";
+import type { SourceRecord, TopicReader } from "../../ports.js";
+import { toSourceRecord } from "./source-record.js";
 
 /**
  * Reads topics from their earliest offset up to the high watermarks seen at the start, then stops.
  * It uses a throwaway consumer group that commits nothing and is deleted afterwards, so the
- * projector's group and offsets are never touched.
+ * projector's group and offsets are never touched. Records come as the consumer builds them.
  */
 export async function readTopicsToEnd(
   kafka: Kafka,
   topics: readonly string[],
-  onRecord: (record: ReadRecord) => void,
+  onRecord: (record: SourceRecord) => void,
   timeoutMs = 120_000,
 ): Promise<void> {
   const admin = kafka.admin();
@@ -44,7 +40,7 @@ export async function readTopicsToEnd(
             const key = `${topic}/${partition}`;
             const end = remaining.get(key);
             if (end === undefined) return;
-            if (BigInt(message.offset) < end) onRecord({ topic, partition, message });
+            if (BigInt(message.offset) < end) onRecord(toSourceRecord(topic, partition, message));
             if (BigInt(message.offset) + 1n >= end) {
               remaining.delete(key);
               if (remaining.size === 0) {
@@ -61,4 +57,9 @@ export async function readTopicsToEnd(
     await admin.deleteGroups([groupId]).catch(() => {});
     await admin.disconnect();
   }
+}
+
+/** The TopicReader port over a kafkajs client. */
+export function createTopicReader(kafka: Kafka, timeoutMs?: number): TopicReader {
+  return { readToEnd: (topics, onRecord) => readTopicsToEnd(kafka, topics, onRecord, timeoutMs) };
 }

@@ -1,0 +1,76 @@
+import type { Clock } from "../../ports.js";
+import type { HealthChecks } from "./server.js";
+
+/** What liveness and readiness look at. */
+export interface HealthInputs {
+  readonly clock: Clock;
+  /** Whether the consumer is in the group now, and when it last fetched, applied or paused on purpose. */
+  readonly consumer: { isJoined(): boolean; lastProgressAt(): number };
+  /** Neo4j's `RETURN 1`; a rejection or no answer within `checkTimeoutMs` is "not ready". */
+  readonly pingNeo4j: () => Promise<void>;
+  /** The registry adapter's readiness probe (createRegistryPing), bounded by its own timeout. */
+  readonly pingRegistry: () => Promise<boolean>;
+  readonly setReady: (ready: boolean) => void;
+  readonly checkTimeoutMs: number;
+  /** Liveness fails when the consumer has neither fetched nor applied anything for this long. */
+  readonly wedgedAfterMs: number;
+}
+
+/**
+ * Liveness and readiness. Readiness is checked on a timer, not per request: probes and scrapes never
+ * queue queries on Neo4j; `/readyz` answers the last check.
+ */
+export function createHealth(inputs: HealthInputs): HealthChecks & {
+  check(): Promise<void>;
+  start(intervalMs: number): void;
+  stop(): void;
+} {
+  let readiness = { neo4j: false, registry: false };
+  let checking = false;
+  let timer: NodeJS.Timeout | undefined;
+
+  const check = async () => {
+    if (checking) return;
+    checking = true;
+    try {
+      const [neo4jOk, registryOk] = await Promise.all([
+        withTimeout(inputs.pingNeo4j(), inputs.checkTimeoutMs).then(
+          () => true,
+          () => false,
+        ),
+        inputs.pingRegistry(),
+      ]);
+      readiness = { neo4j: neo4jOk, registry: registryOk };
+      inputs.setReady(inputs.consumer.isJoined() && neo4jOk && registryOk);
+    } finally {
+      checking = false;
+    }
+  };
+
+  return {
+    live() {
+      const idleMs = inputs.clock.now() - inputs.consumer.lastProgressAt();
+      return { ok: idleMs < inputs.wedgedAfterMs, detail: { consumerIdleSeconds: Math.round(idleMs / 1000) } };
+    },
+    async ready() {
+      const joined = inputs.consumer.isJoined();
+      const { neo4j, registry } = readiness;
+      return { ok: joined && neo4j && registry, detail: { joined, neo4j, registry } };
+    },
+    check,
+    start(intervalMs) {
+      timer = setInterval(check, intervalMs);
+    },
+    stop() {
+      if (timer) clearInterval(timer);
+    },
+  };
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}

@@ -1,0 +1,70 @@
+import type { Admin } from "kafkajs";
+import { errorMessage } from "../../errors.js";
+import { type Clock, type Logger, systemClock } from "../../ports.js";
+import { fetchLag } from "./admin.js";
+
+/** One partition's consumer lag (admin.ts partitionLag). */
+export interface PartitionLag {
+  readonly topic: string;
+  readonly partition: number;
+  readonly lag: number;
+}
+
+/**
+ * The one poller of the group's lag: the lag gauges and the catch-up hold both hear every answer.
+ * `poll()` asks the broker now (the hold does, when it must decide); the schedule polls every
+ * `intervalMs` unless somebody polled within the last half of it, so the gauges stay fresh without a
+ * second poller while the hold already asks every second.
+ */
+export interface LagMonitor {
+  /** The group's lag on every partition of the watched topics, from the broker now; listeners hear it. */
+  poll(): Promise<readonly PartitionLag[]>;
+  onLag(listener: (lags: readonly PartitionLag[]) => void): void;
+  start(intervalMs: number): void;
+  stop(): void;
+}
+
+export function createLagMonitor(
+  admin: Admin,
+  group: string,
+  topics: readonly string[],
+  logger: Logger,
+  clock: Clock = systemClock,
+): LagMonitor {
+  const listeners: ((lags: readonly PartitionLag[]) => void)[] = [];
+  let polledAt = Number.NEGATIVE_INFINITY;
+  let timer: NodeJS.Timeout | undefined;
+
+  async function poll(): Promise<readonly PartitionLag[]> {
+    polledAt = clock.now();
+    let lags: PartitionLag[];
+    try {
+      lags = await fetchLag(admin, group, topics);
+    } catch (error) {
+      // Usually a leadership change the admin client's metadata has not caught up with yet.
+      await admin.fetchTopicMetadata({ topics: [...topics] }).catch(() => {});
+      throw error;
+    }
+    for (const listener of listeners) listener(lags);
+    return lags;
+  }
+
+  return {
+    poll,
+    onLag(listener) {
+      listeners.push(listener);
+    },
+    start(intervalMs) {
+      timer = setInterval(() => {
+        // Half the period: a poll of the schedule's own, one period ago, must not count as recent.
+        if (clock.now() - polledAt < intervalMs / 2) return;
+        poll().catch((error) =>
+          logger.debug({ error: errorMessage(error) }, "lag refresh failed; refreshing metadata"),
+        );
+      }, intervalMs);
+    },
+    stop() {
+      if (timer) clearInterval(timer);
+    },
+  };
+}
