@@ -31,7 +31,7 @@ import type { EscalationEdge, OutcomeCreated, ProjectorEvent } from "../src/mode
 import { STREAMS } from "../src/model/schemas.js";
 import { noopMetrics, type Stream } from "../src/ports.js";
 import { consumedTopics, type TopicNames, topicNames } from "../src/topics.js";
-import { type EventLog, generateEventLog, prng, type WorkloadSize } from "../src/workload/generate.js";
+import { type EventLog, generateEventLog, prng, type WorkloadSize } from "../workload/generate.js";
 import { type CpuSeconds, cpuMeter, pidListeningOn, portOf } from "./lib/cpu.js";
 import {
   type DirectResult,

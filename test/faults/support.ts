@@ -4,7 +4,7 @@ import neo4j from "neo4j-driver";
 import type { EscalationEdge, OutcomeCreated, ProjectorEvent, RegistryEvent } from "../../src/model/events.js";
 import { isAgentId } from "../../src/model/events.js";
 import { diffGraphs } from "../../src/model/graph.js";
-import { generateEventLog, prng, SMALL_WORKLOAD } from "../../src/workload/generate.js";
+import { generateEventLog, prng, SMALL_WORKLOAD } from "../../workload/generate.js";
 import type { Harness } from "../support/harness.js";
 import { referenceGraph } from "../support/reference-model.js";
 
