@@ -37,7 +37,6 @@ import {
   numbers,
   OUTCOMES,
   PARTITIONS,
-  quick,
   REPEAT,
   round,
   SEED,
@@ -55,7 +54,9 @@ import {
   wipeGraph,
 } from "./lib/direct.js";
 import { freshnessRates } from "./lib/freshness.js";
+import { ceilingSweep } from "./loads/ceiling.js";
 import { runFreshness } from "./loads/freshness.js";
+import { peerSweepRun } from "./loads/peer-sweep.js";
 import { runProjectors } from "./loads/projectors.js";
 import type { BenchRun } from "./loads/run.js";
 import { runSoak } from "./loads/soak.js";
@@ -195,39 +196,9 @@ async function main(): Promise<void> {
   let ceiling: { sweep: DirectResult[]; best: DirectResult[]; recordsPerSecond: number } | undefined;
   let bestConfig: DirectResult | undefined;
   if (!flags["skip-ceiling"]) {
-    const sampleLog = generateEventLog(
-      SEED + 1,
-      workloadSize(AGENTS, Math.round(OUTCOMES / 4), Math.round(ESCALATIONS / 4)),
-    );
-    const configs: [number, number][] = quick
-      ? [
-          [1000, 2],
-          [2000, 4],
-          [5000, 4],
-        ]
-      : [
-          [500, 4],
-          [1000, 2],
-          [1000, 4],
-          [2000, 2],
-          [2000, 4],
-          [2000, 6],
-          [5000, 2],
-          [5000, 4],
-        ];
-    // --ceiling-config BATCHxCONCURRENCY skips the sweep (for quick comparisons, not for reporting).
-    const fixed = /^(\d+)x(\d+)$/.exec(flags["ceiling-config"] ?? "");
-    const sweep: DirectResult[] = [];
-    for (const [batch, concurrency] of fixed ? [[Number(fixed[1]), Number(fixed[2])] as [number, number]] : configs) {
-      await wipeGraph(driver, database);
-      const result = await loadDirect(graph, database, sampleLog, batch, concurrency);
-      say(
-        `ceiling sweep: batch ${batch} × ${concurrency}: ${Math.round(result.recordsPerSecond)} rec/s, retries ${result.retries}`,
-      );
-      sweep.push(result);
-    }
-    bestConfig = [...sweep].sort((a, b) => b.recordsPerSecond - a.recordsPerSecond)[0] as DirectResult;
-    ceiling = { sweep, best: [], recordsPerSecond: 0 };
+    const swept = await ceilingSweep(run, graph);
+    bestConfig = swept.bestConfig;
+    ceiling = { sweep: swept.sweep, best: [], recordsPerSecond: 0 };
   }
 
   // ---- baseline -----------------------------------------------------------------------------
@@ -247,62 +218,10 @@ async function main(): Promise<void> {
   }
 
   // ---- peer sweep: batch size × tasks on the ceiling sweep's quarter-size log --------------------
-  const peerSweep: PeerRunResult[] = [];
+  let peerSweep: PeerRunResult[] = [];
   let peerBest: { batchSize: number; tasks: number } | undefined;
   const peerRuns: (PeerRunResult & { fingerprint: Record<string, number> })[] = [];
-  if (peerSetup) {
-    const sweepLog = generateEventLog(
-      SEED + 1,
-      workloadSize(AGENTS, Math.round(OUTCOMES / 4), Math.round(ESCALATIONS / 4)),
-    );
-    const sweepNames = topicNames({
-      ...config.topics,
-      registryMutation: `${prefix}-peersweep.registry-mutation`,
-      outcomeCreated: `${prefix}-peersweep.outcome-created`,
-      escalationEdge: `${prefix}-peersweep.escalation-edge`,
-    });
-    await ensureTopics(admin, topicSpecs(sweepNames, { partitions: PARTITIONS, replicationFactor: 1 }));
-    const sweepIds = await registerSchemas(config.registry, sweepNames.source);
-    await publishEvents(producer, registry, sweepIds, sweepNames, eventsOf(sweepLog), () => {}, 5000);
-    const sweepCounts: Record<Stream, number> = {
-      "registry-mutation": sweepLog.registry.length,
-      "outcome-created": sweepLog.outcomes.length,
-      "escalation-edge": sweepLog.escalations.length,
-    };
-    const fixedPeer = /^(\d+)x(\d+)$/.exec(flags["peer-config"] ?? "");
-    const peerConfigs: [number, number][] = fixedPeer
-      ? [[Number(fixedPeer[1]), Number(fixedPeer[2])]]
-      : quick
-        ? [
-            [1000, 1],
-            [5000, 1],
-          ]
-        : [
-            [1000, 1],
-            [2000, 1],
-            [5000, 1],
-            [2000, 2],
-            [5000, 2],
-          ];
-    for (const [batchSize, tasks] of peerConfigs) {
-      await wipeGraph(driver, database);
-      const result = await runPeer(peerSetup, {
-        name: `${prefix}-peersweep-${batchSize}x${tasks}`,
-        label: `peer sweep ${batchSize} × ${tasks}`,
-        topics: sweepNames.source,
-        counts: sweepCounts,
-        batchSize,
-        tasks,
-        admin,
-      });
-      say(
-        `peer sweep: batch ${batchSize} × ${tasks} task(s): ${result.recordsPerSecond} rec/s, peak RSS ${result.peakRssMiB} MiB`,
-      );
-      peerSweep.push(result);
-    }
-    const best = [...peerSweep].sort((a, b) => b.recordsPerSecond - a.recordsPerSecond)[0] as PeerRunResult;
-    peerBest = { batchSize: best.batchSize, tasks: best.tasks };
-  }
+  if (peerSetup) ({ peerSweep, peerBest } = await peerSweepRun(run, peerSetup));
   let peerRunNo = 0;
   const peerRun = async () => {
     if (!peerSetup || !peerBest) return;
