@@ -14,7 +14,7 @@ import type { EscalationEdge, OutcomeCreated, RegistryEvent } from "../src/model
 import { projectEscalations } from "../src/projection/escalations.js";
 import { projectOutcomes } from "../src/projection/outcomes.js";
 import { projectRegistry } from "../src/projection/registry.js";
-import { generateEventLog, SMALL_WORKLOAD } from "../src/workload/generate.js";
+import { generateEventLog, SMALL_WORKLOAD } from "../workload/generate.js";
 
 const { values: flags } = parseArgs({ options: { profile: { type: "boolean", default: false } } });
 

@@ -19,7 +19,7 @@ import { noopMetrics } from "../src/ports.js";
 import { governanceReport } from "../src/report.js";
 import { startService } from "../src/service.js";
 import { consumedTopics, topicNames } from "../src/topics.js";
-import { demoEventLog } from "../src/workload/demo-log.js";
+import { demoEventLog } from "../workload/demo-log.js";
 
 const { values: flags } = parseArgs({
   options: { "exit-after-report": { type: "boolean", default: false }, json: { type: "boolean", default: false } },

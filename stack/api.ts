@@ -1,53 +1,19 @@
 import fs from "node:fs";
-import path from "node:path";
-import { loadConfig, SERVER_NAMES, type ServerName, type StackConfig } from "./config.js";
+import { loadConfig, SERVER_NAMES, type ServerName } from "./config.js";
+import { endpointsOf, type StackEndpoints } from "./endpoints.js";
+import { asLaunched, fingerprint, ownedPid, recordLaunch, StackError, waitReady, withUpLock } from "./launch.js";
 import { CommandError } from "./lib/build.js";
 import { portIsFree } from "./lib/ports.js";
-import { commandLine, isAlive, readPid, rssKiB, sleep, spawnDetached, tail, terminate } from "./lib/process.js";
-import { type KafkaQuorum, kafkaDefs, kafkaEndpoints, kafkaNodeDef, kafkaQuorum } from "./servers/kafka.js";
-import { neo4j, neo4jUri } from "./servers/neo4j.js";
-import { registry, registryUrl } from "./servers/registry.js";
-import { ownerMarker, type ServerContext, type ServerDef, serverPaths, unitOf } from "./servers/types.js";
+import { rssKiB, spawnDetached, terminate } from "./lib/process.js";
+import { type KafkaQuorum, kafkaDefs, kafkaQuorum } from "./servers/kafka.js";
+import { type ServerContext, type ServerDef, serverPaths, unitOf } from "./servers/types.js";
+import { defsOf, knownDefsOf, knownKafkaDefs } from "./units.js";
 
 export type { ServerName, StackConfig } from "./config.js";
 export { loadConfig, StackConfigError } from "./config.js";
+export { envLines, type StackEndpoints } from "./endpoints.js";
+export { StackError } from "./launch.js";
 export type { KafkaQuorum } from "./servers/kafka.js";
-
-const SERVERS: Record<Exclude<ServerName, "kafka">, ServerDef> = { registry, neo4j };
-
-/** The processes of a server under this config: one, or for Kafka one per node. */
-function defsOf(cfg: StackConfig, name: ServerName): ServerDef[] {
-  return name === "kafka" ? kafkaDefs(cfg) : [SERVERS[name]];
-}
-
-/**
- * Kafka nodes that have a directory under STACK_HOME, whatever layout the current config asks for:
- * `down`, `status` and `reset` must find a cluster started with STACK_KAFKA_BROKERS=3 also when the
- * variable is not set now (and the single node when it is).
- */
-function knownKafkaDefs(cfg: StackConfig): ServerDef[] {
-  const defs = new Map(kafkaDefs(cfg).map((def) => [unitOf(def), def]));
-  const entries = fs.existsSync(cfg.home) ? fs.readdirSync(cfg.home) : [];
-  for (const entry of entries) {
-    const id = entry === "kafka" ? 1 : Number(/^kafka-(\d+)$/.exec(entry)?.[1] ?? Number.NaN);
-    if (!Number.isInteger(id) || defs.has(entry)) continue;
-    const def = kafkaNodeDef(id, entry === "kafka" ? 1 : Math.max(3, id));
-    defs.set(entry, def);
-  }
-  return [...defs.values()];
-}
-
-function knownDefsOf(cfg: StackConfig, name: ServerName): ServerDef[] {
-  return name === "kafka" ? knownKafkaDefs(cfg) : [SERVERS[name]];
-}
-
-export interface StackEndpoints {
-  kafkaBrokers: string[];
-  neo4jUri: string;
-  neo4jUser: string;
-  neo4jPassword: string;
-  schemaRegistryUrl: string;
-}
 
 export interface StackUpResult extends StackEndpoints {
   /** Servers this call launched; empty when everything was already up. */
@@ -84,168 +50,8 @@ export interface StackStatus {
   endpoints: StackEndpoints;
 }
 
-export class StackError extends Error {
-  override name = "StackError";
-  constructor(
-    message: string,
-    /** Log tails and similar context, printed by the CLI under the message. */
-    readonly details = "",
-  ) {
-    super(message);
-  }
-}
-
 export function stackEndpoints(opts: StackOptions = {}): StackEndpoints {
   return endpointsOf(loadConfig(opts.env));
-}
-
-function endpointsOf(cfg: StackConfig): StackEndpoints {
-  return {
-    kafkaBrokers: kafkaEndpoints(cfg),
-    neo4jUri: neo4jUri(cfg),
-    neo4jUser: cfg.neo4jUser,
-    neo4jPassword: cfg.neo4jPassword,
-    schemaRegistryUrl: registryUrl(cfg),
-  };
-}
-
-/** The env lines a shell or the projector reads; only for the selected servers. */
-export function envLines(e: StackEndpoints, services: readonly ServerName[] = SERVER_NAMES): string[] {
-  const lines: string[] = [];
-  if (services.includes("kafka")) lines.push(`KAFKA_BROKERS=${e.kafkaBrokers.join(",")}`);
-  if (services.includes("registry")) lines.push(`SCHEMA_REGISTRY_URL=${e.schemaRegistryUrl}`);
-  if (services.includes("neo4j")) {
-    lines.push(`NEO4J_URI=${e.neo4jUri}`, `NEO4J_USER=${e.neo4jUser}`, `NEO4J_PASSWORD=${e.neo4jPassword}`);
-  }
-  return lines;
-}
-
-/** Settings a running server was launched with that clients depend on. */
-type Launched = Pick<
-  StackConfig,
-  | "kafkaPort"
-  | "kafkaControllerPort"
-  | "kafkaBrokers"
-  | "kafkaPortStep"
-  | "registryPort"
-  | "neo4jBoltPort"
-  | "neo4jPassword"
-  | "secure"
-  | "kafkaSaslSslPort"
-  | "registryHttpsPort"
->;
-
-const launchedPath = (cfg: StackConfig, unit: string) => path.join(serverPaths(cfg, unit).dir, "launched.json");
-
-function recordLaunch(cfg: StackConfig, unit: string) {
-  const { kafkaPort, kafkaControllerPort, kafkaBrokers, kafkaPortStep, registryPort, neo4jBoltPort, neo4jPassword } =
-    cfg;
-  const { secure, kafkaSaslSslPort, registryHttpsPort } = cfg;
-  const launched: Launched = {
-    kafkaPort,
-    kafkaControllerPort,
-    kafkaBrokers,
-    kafkaPortStep,
-    registryPort,
-    neo4jBoltPort,
-    neo4jPassword,
-    secure,
-    kafkaSaslSslPort,
-    registryHttpsPort,
-  };
-  fs.writeFileSync(launchedPath(cfg, unit), `${JSON.stringify(launched, null, 2)}\n`);
-}
-
-/**
- * The config a running server really has: the env of a later command may name
- * other ports, and probing those would check (or report on) the wrong process.
- */
-function asLaunched(cfg: StackConfig, unit: string): StackConfig {
-  try {
-    const launched = JSON.parse(fs.readFileSync(launchedPath(cfg, unit), "utf8")) as Partial<Launched>;
-    // Written before Kafka could run as a cluster: one node.
-    return { ...cfg, kafkaBrokers: 1, ...launched };
-  } catch {
-    return cfg;
-  }
-}
-
-/** What must match for a running server to serve the requested config. */
-function fingerprint(cfg: StackConfig, def: ServerDef): string {
-  return JSON.stringify({
-    ports: def.ports(cfg).map((p) => p.port),
-    password: def.name === "neo4j" ? cfg.neo4jPassword : undefined,
-    secure: cfg.secure,
-  });
-}
-
-/** Pid of our live server process, cleaning up a pid file that no longer proves anything. */
-async function ownedPid(cfg: StackConfig, def: ServerDef): Promise<number | undefined> {
-  const { pidFile } = serverPaths(cfg, unitOf(def));
-  const pid = readPid(pidFile);
-  if (pid === undefined) return undefined;
-  if (isAlive(pid) && (await commandLine(pid))?.includes(ownerMarker(cfg, unitOf(def)))) return pid;
-  fs.rmSync(pidFile, { force: true });
-  return undefined;
-}
-
-async function waitReady(cfg: StackConfig, def: ServerDef, pid: number): Promise<void> {
-  const deadline = Date.now() + def.readyTimeoutMs;
-  let last = "not probed yet";
-  while (Date.now() < deadline) {
-    if (!isAlive(pid)) {
-      throw failure(cfg, def, `${def.label} (pid ${pid}) exited during startup`);
-    }
-    if (def.readyLine && !fs.readFileSync(serverPaths(cfg, unitOf(def)).logFile, "utf8").includes(def.readyLine)) {
-      last = `waiting for "${def.readyLine}" in the log`;
-    } else {
-      const probe = await def.probe(cfg);
-      if (probe.ok) return;
-      if (probe.fatal) throw failure(cfg, def, `${def.label}: ${probe.reason}`);
-      last = probe.reason;
-    }
-    await sleep(500);
-  }
-  throw failure(cfg, def, `${def.label} did not answer within ${def.readyTimeoutMs / 1000}s (last: ${last})`);
-}
-
-function failure(cfg: StackConfig, def: ServerDef, message: string): StackError {
-  const { logFile } = serverPaths(cfg, unitOf(def));
-  return new StackError(message, `--- last lines of ${logFile} ---\n${tail(logFile)}`);
-}
-
-// One `up` at a time per STACK_HOME, across processes (two vitest runs, a CLI
-// beside a test run) and within one process.
-let inProcess: Promise<unknown> = Promise.resolve();
-
-async function withUpLock<T>(cfg: StackConfig, fn: () => Promise<T>): Promise<T> {
-  const run = inProcess.then(async () => {
-    fs.mkdirSync(cfg.home, { recursive: true });
-    const lock = path.join(cfg.home, "up.lock");
-    const deadline = Date.now() + 10 * 60_000;
-    for (;;) {
-      try {
-        fs.writeFileSync(lock, `${process.pid}\n`, { flag: "wx" });
-        break;
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-        const holder = readPid(lock);
-        if (holder === undefined || !isAlive(holder)) {
-          fs.rmSync(lock, { force: true });
-          continue;
-        }
-        if (Date.now() > deadline) throw new StackError(`another stack up (pid ${holder}) holds ${lock}`);
-        await sleep(500);
-      }
-    }
-    try {
-      return await fn();
-    } finally {
-      fs.rmSync(lock, { force: true });
-    }
-  });
-  inProcess = run.catch(() => {});
-  return run;
 }
 
 /**

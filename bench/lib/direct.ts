@@ -12,7 +12,7 @@ import { projectEscalations } from "../../src/projection/escalations.js";
 import { projectOutcomes } from "../../src/projection/outcomes.js";
 import type { Indexed, Plan } from "../../src/projection/plan.js";
 import { projectRegistry } from "../../src/projection/registry.js";
-import type { EventLog } from "../../src/workload/generate.js";
+import type { EventLog } from "../../workload/generate.js";
 
 /**
  * Empties the graph and rebuilds the §6 constraints' indexes, so that every measured load starts from

@@ -3,7 +3,7 @@
  * published records a consumer group's committed offsets cover, and the quantiles of what that
  * took — measured from outside, next to the service's own `agp_freshness_seconds` histogram.
  */
-import type { Sample } from "./prom.js";
+import { histogramBuckets, type Sample } from "./prom.js";
 
 /**
  * Records due by `elapsedMs` at `rate` records/s. A tick publishes `recordsDue(rate, its end) −
@@ -161,14 +161,7 @@ export function histogramMaxBound(
   name: string,
   filter: Record<string, string> = {},
 ): number | null {
-  const buckets = new Map<number, number>();
-  for (const s of samples) {
-    if (s.name !== `${name}_bucket`) continue;
-    if (!Object.entries(filter).every(([k, v]) => s.labels[k] === v)) continue;
-    const le = s.labels.le === "+Inf" ? Number.POSITIVE_INFINITY : Number(s.labels.le);
-    buckets.set(le, (buckets.get(le) ?? 0) + s.value);
-  }
-  const sorted = [...buckets].sort((a, b) => a[0] - b[0]);
+  const sorted = histogramBuckets(samples, name, filter);
   let previous = 0;
   let bound: number | null = null;
   for (const [le, cumulative] of sorted) {

@@ -1,8 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import fs from "node:fs";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { rssKiBOf, stopChild } from "./child.js";
 import { parseMetrics, type Sample } from "./prom.js";
 
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -58,27 +58,12 @@ export function startProjector(env: Record<string, string>, label: string): Proj
     metricsPort,
     exited,
     errors,
-    rssKiB() {
-      try {
-        const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
-        const rss = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1]);
-        const hwm = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1]);
-        return Number.isFinite(rss) ? { rss, hwm } : undefined;
-      } catch {
-        return undefined;
-      }
-    },
+    rssKiB: () => rssKiBOf(pid),
     async scrape() {
       const port = await metricsPort;
       const response = await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(5_000) });
       return parseMetrics(await response.text());
     },
-    async stop() {
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
-      const timer = setTimeout(() => child.kill("SIGKILL"), 40_000);
-      const code = await exited;
-      clearTimeout(timer);
-      return code;
-    },
+    stop: () => stopChild(child, exited),
   };
 }

@@ -50,14 +50,7 @@ export function histogramQuantile(
   q: number,
   filter: Record<string, string> = {},
 ): number | null {
-  const buckets = new Map<number, number>();
-  for (const s of samples) {
-    if (s.name !== `${name}_bucket`) continue;
-    if (!Object.entries(filter).every(([k, v]) => s.labels[k] === v)) continue;
-    const le = s.labels.le === "+Inf" ? Number.POSITIVE_INFINITY : Number(s.labels.le);
-    buckets.set(le, (buckets.get(le) ?? 0) + s.value);
-  }
-  const sorted = [...buckets].sort((a, b) => a[0] - b[0]);
+  const sorted = histogramBuckets(samples, name, filter);
   const count = sorted.at(-1)?.[1] ?? 0;
   if (count === 0) return null;
   const rank = q * count;
@@ -90,4 +83,21 @@ export function slope(points: readonly { x: number; y: number }[]): number {
   const num = points.reduce((s, p) => s + (p.x - mx) * (p.y - my), 0);
   const den = points.reduce((s, p) => s + (p.x - mx) ** 2, 0);
   return den === 0 ? 0 : num / den;
+}
+
+/** A histogram's cumulative buckets summed over its label sets (matching `filter`), as [le, count] by le. */
+export function histogramBuckets(
+  samples: readonly Sample[],
+  name: string,
+  filter: Record<string, string> = {},
+): [number, number][] {
+  const buckets = new Map<number, number>();
+  for (const s of samples) {
+    if (s.name !== `${name}_bucket`) continue;
+    if (!Object.entries(filter).every(([k, v]) => s.labels[k] === v)) continue;
+    const le = s.labels.le === "+Inf" ? Number.POSITIVE_INFINITY : Number(s.labels.le);
+    buckets.set(le, (buckets.get(le) ?? 0) + s.value);
+  }
+  const sorted = [...buckets].sort((a, b) => a[0] - b[0]);
+  return sorted;
 }

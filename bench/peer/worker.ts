@@ -14,6 +14,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { rssKiBOf, stopChild } from "../lib/child.js";
 import type { PeerArtifacts } from "./build.js";
 
 const PEER_DIR = path.dirname(fileURLToPath(import.meta.url));
@@ -174,21 +175,9 @@ export function startWorker(opts: WorkerOptions): PeerWorker {
         trace: s.tasks.find((t) => t.trace)?.trace,
       };
     },
-    rssKiB() {
-      try {
-        const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
-        const rss = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1]);
-        const hwm = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1]);
-        return Number.isFinite(rss) ? { rss, hwm } : undefined;
-      } catch {
-        return undefined;
-      }
-    },
+    rssKiB: () => rssKiBOf(pid),
     async stop() {
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
-      const timer = setTimeout(() => child.kill("SIGKILL"), 40_000);
-      const code = await exited;
-      clearTimeout(timer);
+      const code = await stopChild(child, exited);
       log.end();
       return code;
     },

@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import { Kafka, logLevel } from "kafkajs";
+import { type Admin, Kafka, type KafkaConfig, logLevel } from "kafkajs";
 import { type KafkaNode, kafkaNodes, REPO_ROOT, type StackConfig } from "../config.js";
 import { cachedStep, hashInputs, maven, run } from "../lib/build.js";
 import { HOST } from "../lib/ports.js";
@@ -155,27 +155,48 @@ async function ensureScramUser(cfg: StackConfig): Promise<void> {
 
 /** Secured mode: does the SCRAM user get through the SASL_SSL listener with the stack's CA? */
 async function probeSecure(cfg: StackConfig): Promise<Probe> {
-  const client = new Kafka({
+  return withProbeAdmin(
+    {
+      brokers: [`${HOST}:${cfg.kafkaSaslSslPort}`],
+      ssl: { ca: [fs.readFileSync(stackTlsPaths(cfg).caCert, "utf8")] },
+      sasl: { mechanism: "scram-sha-512", username: cfg.kafkaScram.user, password: cfg.kafkaScram.password },
+      connectionTimeout: 3000,
+      requestTimeout: 5000,
+    },
+    async (admin) => {
+      await admin.describeCluster();
+      return { ok: true };
+    },
+    async (err) => {
+      if (/SASL|authentic/i.test(err.message)) {
+        await ensureScramUser(cfg).catch(() => {});
+        return { ok: false, reason: "creating the SCRAM user" };
+      }
+      return { ok: false, reason: `SASL_SSL listener: ${err.message}` };
+    },
+  );
+}
+
+/**
+ * A one-shot admin client (no retries, no logging) for a readiness probe: `check` runs once it is
+ * connected, `failed` turns an error into the probe's answer; the client is always disconnected.
+ */
+async function withProbeAdmin(
+  client: Omit<KafkaConfig, "clientId" | "logLevel" | "retry">,
+  check: (admin: Admin) => Promise<Probe>,
+  failed: (err: Error) => Promise<Probe> | Probe,
+): Promise<Probe> {
+  const admin = new Kafka({
+    ...client,
     clientId: "stack-probe",
-    brokers: [`${HOST}:${cfg.kafkaSaslSslPort}`],
-    ssl: { ca: [fs.readFileSync(stackTlsPaths(cfg).caCert, "utf8")] },
-    sasl: { mechanism: "scram-sha-512", username: cfg.kafkaScram.user, password: cfg.kafkaScram.password },
     logLevel: logLevel.NOTHING,
-    connectionTimeout: 3000,
-    requestTimeout: 5000,
     retry: { retries: 0 },
-  });
-  const admin = client.admin();
+  }).admin();
   try {
     await admin.connect();
-    await admin.describeCluster();
-    return { ok: true };
+    return await check(admin);
   } catch (err) {
-    if (/SASL|authentic/i.test((err as Error).message)) {
-      await ensureScramUser(cfg).catch(() => {});
-      return { ok: false, reason: "creating the SCRAM user" };
-    }
-    return { ok: false, reason: `SASL_SSL listener: ${(err as Error).message}` };
+    return await failed(err as Error);
   } finally {
     await admin.disconnect().catch(() => {});
   }
@@ -274,33 +295,23 @@ export const kafka: ServerDef = {
   },
 
   async probe(cfg): Promise<Probe> {
-    const client = new Kafka({
-      clientId: "stack-probe",
-      brokers: [`${HOST}:${nodeIn(cfg).port}`],
-      logLevel: logLevel.NOTHING,
-      connectionTimeout: 2000,
-      requestTimeout: 3000,
-      retry: { retries: 0 },
-    });
-    const admin = client.admin();
-    try {
-      await admin.connect();
-      const cluster = await admin.describeCluster();
-      // A broker answers metadata before the controller is elected; topics
-      // cannot be created until then.
-      if (cluster.brokers.length === 0 || cluster.controller === null || cluster.controller < 0) {
-        return { ok: false, reason: "no controller elected yet" };
-      }
-      // A cluster node answers metadata before it has registered (or while fenced): not ready yet.
-      if (!cluster.brokers.some((broker) => broker.nodeId === nodeIn(cfg).id)) {
-        return { ok: false, reason: `node ${nodeIn(cfg).id} not registered with the controller yet` };
-      }
-      return kafkaSecured(cfg) ? await probeSecure(cfg) : { ok: true };
-    } catch (err) {
-      return { ok: false, reason: (err as Error).message };
-    } finally {
-      await admin.disconnect().catch(() => {});
-    }
+    return withProbeAdmin(
+      { brokers: [`${HOST}:${nodeIn(cfg).port}`], connectionTimeout: 2000, requestTimeout: 3000 },
+      async (admin) => {
+        const cluster = await admin.describeCluster();
+        // A broker answers metadata before the controller is elected; topics
+        // cannot be created until then.
+        if (cluster.brokers.length === 0 || cluster.controller === null || cluster.controller < 0) {
+          return { ok: false, reason: "no controller elected yet" };
+        }
+        // A cluster node answers metadata before it has registered (or while fenced): not ready yet.
+        if (!cluster.brokers.some((broker) => broker.nodeId === nodeIn(cfg).id)) {
+          return { ok: false, reason: `node ${nodeIn(cfg).id} not registered with the controller yet` };
+        }
+        return kafkaSecured(cfg) ? await probeSecure(cfg) : { ok: true };
+      },
+      (err) => ({ ok: false, reason: err.message }),
+    );
   },
 };
 

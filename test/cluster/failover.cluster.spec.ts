@@ -1,9 +1,17 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { fetchLag } from "../../src/adapters/kafka/admin.js";
 import type { ProjectorEvent } from "../../src/model/events.js";
 import { consumedTopics } from "../../src/topics.js";
 import { stackDown, stackKafkaQuorum, stackStatus, stackUp } from "../../stack/api.js";
-import { CAN_RESTART_SERVERS, Fleet, hotWorkload, Publisher, sleep, verify, type Workload } from "../faults/support.js";
+import {
+  CAN_RESTART_SERVERS,
+  Fleet,
+  hotWorkload,
+  Publisher,
+  sleep,
+  verify,
+  type Workload,
+  waitForCaughtUp,
+} from "../faults/support.js";
 import { Harness } from "../support/harness.js";
 import { busiestLeader, StallMonitor, waitForFullIsr } from "./support.js";
 
@@ -73,7 +81,7 @@ async function scenario(
   const fleet = new Fleet(harness.env);
   const monitor = new StallMonitor(harness.admin, harness.config.kafka.group, consumedTopics(harness.names));
   const events: Event[] = [];
-  let watchdog: NodeJS.Timeout | undefined;
+  let watchdog: ReturnType<Fleet["watchdog"]> | undefined;
   try {
     await harness.clearGraph();
     const workload = hotWorkload(options.seed);
@@ -93,14 +101,7 @@ async function scenario(
       },
     } as unknown as Harness;
     const publisher = new Publisher(publishing, workload, options.pace);
-    let died: unknown;
-    watchdog = setInterval(() => {
-      try {
-        fleet.assertNoneDied();
-      } catch (error) {
-        died ??= error;
-      }
-    }, 200);
+    watchdog = fleet.watchdog();
     await inject({
       harness,
       fleet,
@@ -117,7 +118,7 @@ async function scenario(
     await publisher.flush();
     await waitForCaughtUp(harness, fleet, 300_000);
     const caughtUp = Date.now();
-    if (died) throw died;
+    watchdog.rethrow();
     await monitor.stop();
     const stalls = events.map((event) => {
       const s = monitor.stalls(event.at, event.end ?? caughtUp);
@@ -132,31 +133,13 @@ async function scenario(
     summaries.push(line);
     return stalls;
   } finally {
-    if (watchdog) clearInterval(watchdog);
+    watchdog?.stop();
     await monitor.stop();
     await fleet.stopAll();
     fleet.saveLogs(`cluster-${name}`);
     await restoreCluster(harness).catch((error) => log(`restoring the cluster failed: ${error}`));
     await harness.close();
   }
-}
-
-async function waitForCaughtUp(harness: Harness, fleet: Fleet, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last = "";
-  while (Date.now() < deadline) {
-    fleet.assertNoneDied();
-    const lags = await fetchLag(harness.admin, harness.config.kafka.group, consumedTopics(harness.names)).catch(
-      () => undefined,
-    );
-    if (lags) {
-      const behind = lags.filter((entry) => entry.lag > 0);
-      if (behind.length === 0) return;
-      last = JSON.stringify(behind);
-    }
-    await sleep(250);
-  }
-  throw new Error(`the group did not catch up within ${timeoutMs} ms; lag: ${last}`);
 }
 
 describe.skipIf(!CAN_RESTART_SERVERS)("Kafka cluster failover under load (3 nodes, 2 projector instances)", () => {

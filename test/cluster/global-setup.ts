@@ -1,4 +1,5 @@
 import type { TestProject } from "vitest/node";
+import { endpointsOf, ownServers } from "../support/global-setup.js";
 
 /**
  * The local stack with a three-node Kafka (STACK_KAFKA_BROKERS=3, unless set otherwise) for the
@@ -8,14 +9,9 @@ import type { TestProject } from "vitest/node";
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const env = process.env;
-  if (env.KAFKA_BROKERS && env.NEO4J_URI && env.SCHEMA_REGISTRY_URL) {
-    project.provide("endpoints", {
-      kafkaBrokers: env.KAFKA_BROKERS.split(","),
-      neo4jUri: env.NEO4J_URI,
-      neo4jUser: env.NEO4J_USER ?? "neo4j",
-      neo4jPassword: env.NEO4J_PASSWORD ?? "",
-      schemaRegistryUrl: env.SCHEMA_REGISTRY_URL,
-    });
+  const own = ownServers(env);
+  if (own) {
+    project.provide("endpoints", own);
     return async () => {};
   }
   env.STACK_KAFKA_BROKERS ??= "3";
@@ -25,13 +21,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     (r) => r.outcome !== "not running",
   );
   const up = await stackUp({ log });
-  project.provide("endpoints", {
-    kafkaBrokers: up.kafkaBrokers,
-    neo4jUri: up.neo4jUri,
-    neo4jUser: up.neo4jUser,
-    neo4jPassword: up.neo4jPassword,
-    schemaRegistryUrl: up.schemaRegistryUrl,
-  });
+  project.provide("endpoints", endpointsOf(up));
   return async () => {
     if (env.STACK_KEEP === "1") return;
     if (up.startedAnything) await stackDown({ services: up.started, log });

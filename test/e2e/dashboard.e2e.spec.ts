@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { generateEventLog, SMALL_WORKLOAD } from "../../src/workload/generate.js";
+import { generateEventLog, SMALL_WORKLOAD } from "../../workload/generate.js";
 import { Harness } from "../support/harness.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));

@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { demoEventLog } from "../../src/workload/demo-log.js";
+import { demoEventLog } from "../../workload/demo-log.js";
 import { expectedReport } from "../support/expected-report.js";
 import { Harness } from "../support/harness.js";
 import { referenceGraph } from "../support/reference-model.js";

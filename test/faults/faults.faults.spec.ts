@@ -1,6 +1,4 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { fetchLag } from "../../src/adapters/kafka/admin.js";
-import { consumedTopics } from "../../src/topics.js";
 import { stackDown, stackUp } from "../../stack/api.js";
 import { Harness } from "../support/harness.js";
 import {
@@ -14,6 +12,7 @@ import {
   sleep,
   verify,
   type Workload,
+  waitForCaughtUp,
 } from "./support.js";
 
 /**
@@ -61,25 +60,17 @@ async function scenario(
   });
   const fleet = new Fleet(harness.env);
   const faults: Record<string, number> = {};
-  let watchdog: NodeJS.Timeout | undefined;
+  let watchdog: ReturnType<Fleet["watchdog"]> | undefined;
   try {
     await harness.clearGraph();
     const workload = hotWorkload(options.seed);
     await fleet.add(options.instances);
     const publisher = new Publisher(harness, workload, options.pace);
-    // An instance that exits on its own is a finding, whatever the scenario is doing at the time.
-    let died: unknown;
-    watchdog = setInterval(() => {
-      try {
-        fleet.assertNoneDied();
-      } catch (error) {
-        died ??= error;
-      }
-    }, 200);
+    watchdog = fleet.watchdog();
     await inject({ harness, fleet, publisher, workload, faults });
     await publisher.flush();
     await waitForCaughtUp(harness, fleet, 240_000);
-    if (died) throw died;
+    watchdog.rethrow();
     const stats = await fleet.stats();
     const verified = await verify(harness, workload.all);
     const injected = Object.values(faults).reduce((sum, n) => sum + n, 0);
@@ -92,30 +83,11 @@ async function scenario(
     summaries.push(line);
     return { ...faults, ...stats };
   } finally {
-    if (watchdog) clearInterval(watchdog);
+    watchdog?.stop();
     await fleet.stopAll();
     fleet.saveLogs(name);
     await harness.close();
   }
-}
-
-/** Waits until the group committed everything in the source and retry topics; fails if an instance died. */
-async function waitForCaughtUp(harness: Harness, fleet: Fleet, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last = "";
-  while (Date.now() < deadline) {
-    fleet.assertNoneDied();
-    const lags = await fetchLag(harness.admin, harness.config.kafka.group, consumedTopics(harness.names)).catch(
-      () => undefined,
-    );
-    if (lags) {
-      const behind = lags.filter((entry) => entry.lag > 0);
-      if (behind.length === 0) return;
-      last = JSON.stringify(behind);
-    }
-    await sleep(250);
-  }
-  throw new Error(`the group did not catch up within ${timeoutMs} ms; lag: ${last}`);
 }
 
 /** Stops one server of the local stack and starts it again; returns how long it was unreachable (s). */

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { diffGraphs } from "../../src/model/graph.js";
 import type { RunningService } from "../../src/service.js";
-import { generateEventLog, SMALL_WORKLOAD } from "../../src/workload/generate.js";
+import { generateEventLog, SMALL_WORKLOAD } from "../../workload/generate.js";
 import { Harness } from "../support/harness.js";
 import { referenceGraph } from "../support/reference-model.js";
 

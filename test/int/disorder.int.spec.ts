@@ -4,7 +4,7 @@ import { resetOffsets } from "../../src/adapters/kafka/admin.js";
 import type { ProjectorEvent } from "../../src/model/events.js";
 import { diffGraphs } from "../../src/model/graph.js";
 import { STREAMS } from "../../src/topics.js";
-import { generateEventLog, prng, SMALL_WORKLOAD } from "../../src/workload/generate.js";
+import { generateEventLog, prng, SMALL_WORKLOAD } from "../../workload/generate.js";
 import { Harness } from "../support/harness.js";
 import { referenceGraph } from "../support/reference-model.js";
 

@@ -2,7 +2,7 @@ import neo4j from "neo4j-driver";
 import { afterAll, describe, expect, it } from "vitest";
 import { createDriver } from "../../src/adapters/neo4j/graph-writer.js";
 import { loadConfig } from "../../src/config.js";
-import { generateEventLog } from "../../src/workload/generate.js";
+import { generateEventLog } from "../../workload/generate.js";
 import { verify } from "../faults/support.js";
 import { Harness } from "../support/harness.js";
 

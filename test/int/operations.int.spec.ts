@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { generateEventLog, SMALL_WORKLOAD } from "../../src/workload/generate.js";
+import { generateEventLog, SMALL_WORKLOAD } from "../../workload/generate.js";
 import { Harness } from "../support/harness.js";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

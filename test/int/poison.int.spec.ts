@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { diffGraphs } from "../../src/model/graph.js";
 import { HEADER } from "../../src/topics.js";
-import { generateEventLog, SMALL_WORKLOAD } from "../../src/workload/generate.js";
+import { generateEventLog, SMALL_WORKLOAD } from "../../workload/generate.js";
 import { outcome, overlong, snapshot, tool, workflow } from "../support/builders.js";
 import { Harness } from "../support/harness.js";
 import { referenceGraph } from "../support/reference-model.js";

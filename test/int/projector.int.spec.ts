@@ -8,7 +8,7 @@ import { diffGraphs } from "../../src/model/graph.js";
 import { rebuildRegistry } from "../../src/operations/rebuild.js";
 import { governanceReport } from "../../src/report.js";
 import { STREAMS } from "../../src/topics.js";
-import { generateEventLog, prng, SMALL_WORKLOAD } from "../../src/workload/generate.js";
+import { generateEventLog, prng, SMALL_WORKLOAD } from "../../workload/generate.js";
 import { escalation, outcome, snapshot } from "../support/builders.js";
 import { Harness } from "../support/harness.js";
 import { referenceGraph } from "../support/reference-model.js";

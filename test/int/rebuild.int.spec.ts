@@ -6,7 +6,7 @@ import { createTopicReader, readTopicsToEnd } from "../../src/adapters/kafka/rea
 import { createAvroDecoder } from "../../src/adapters/registry/schema-registry.js";
 import { diffGraphs } from "../../src/model/graph.js";
 import { rebuildRegistry } from "../../src/operations/rebuild.js";
-import { generateEventLog, SMALL_WORKLOAD } from "../../src/workload/generate.js";
+import { generateEventLog, SMALL_WORKLOAD } from "../../workload/generate.js";
 import { Harness } from "../support/harness.js";
 import { referenceGraph } from "../support/reference-model.js";
 

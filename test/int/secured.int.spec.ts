@@ -7,9 +7,9 @@ import { loadConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import { diffGraphs } from "../../src/model/graph.js";
 import { startService } from "../../src/service.js";
-import { generateEventLog, SMALL_WORKLOAD } from "../../src/workload/generate.js";
 import { loadConfig as loadStackConfig } from "../../stack/config.js";
 import { secureProjectorEnv } from "../../stack/secure.js";
+import { generateEventLog, SMALL_WORKLOAD } from "../../workload/generate.js";
 import { Harness } from "../support/harness.js";
 import { referenceGraph } from "../support/reference-model.js";
 

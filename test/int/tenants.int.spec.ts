@@ -5,7 +5,7 @@ import { canonicalize, diffGraphs } from "../../src/model/graph.js";
 import { registryKey } from "../../src/model/registry-key.js";
 import { governanceReport } from "../../src/report.js";
 import { HEADER } from "../../src/topics.js";
-import { type EventLog, generateEventLog, SMALL_WORKLOAD } from "../../src/workload/generate.js";
+import { type EventLog, generateEventLog, SMALL_WORKLOAD } from "../../workload/generate.js";
 import { expectedReport } from "../support/expected-report.js";
 import { GraphView } from "../support/graph-view.js";
 import { Harness } from "../support/harness.js";

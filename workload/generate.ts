@@ -6,7 +6,7 @@ import type {
   RegistrySnapshot,
   RegistryTombstone,
   ToolGrant,
-} from "../model/events.js";
+} from "../src/model/events.js";
 
 /** Sizes of a generated workload; every generated log is valid input for the projector. */
 export interface WorkloadSize {

@@ -1,4 +1,4 @@
-import type { ProjectorEvent, RegistrySnapshot } from "../model/events.js";
+import type { ProjectorEvent, RegistrySnapshot } from "../src/model/events.js";
 import { type EventLog, generateEventLog, SMALL_WORKLOAD } from "./generate.js";
 
 export const DEMO_SEED = 2026;

@@ -1,0 +1,102 @@
+/** The benchmark's command line (bench/README.md) and the small helpers every part of it uses. */
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import type { ProjectorEvent } from "../src/model/events.js";
+import type { EventLog, WorkloadSize } from "../workload/generate.js";
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+
+export const { values: flags } = parseArgs({
+  options: {
+    agents: { type: "string" },
+    outcomes: { type: "string" },
+    escalations: { type: "string" },
+    quick: { type: "boolean", default: false },
+    seed: { type: "string", default: "7" },
+    "soak-minutes": { type: "string" },
+    "soak-rate": { type: "string", default: "500" },
+    instances: { type: "string", default: "1,2,3" },
+    repeat: { type: "string", default: "1" },
+    "baseline-sample": { type: "string", default: "5000" },
+    "skip-ceiling": { type: "boolean", default: false },
+    "ceiling-config": { type: "string" },
+    "skip-baseline": { type: "boolean", default: false },
+    "keep-graph": { type: "boolean", default: false },
+    "keep-topics": { type: "boolean", default: false },
+    "skip-warmup": { type: "boolean", default: false },
+    "skip-peer": { type: "boolean", default: false },
+    "peer-config": { type: "string" },
+    "skip-correctness": { type: "boolean", default: false },
+    "skip-freshness": { type: "boolean", default: false },
+    "freshness-seconds": { type: "string" },
+    "freshness-warmup": { type: "string" },
+    "freshness-rates": { type: "string", default: "0.5,0.9" },
+    "freshness-rps": { type: "string" },
+    "freshness-capacity": { type: "string" },
+    env: { type: "string", multiple: true, default: [] },
+    label: { type: "string", default: "" },
+    out: { type: "string" },
+  },
+});
+
+export const quick = flags.quick === true;
+export const num = (value: string | undefined, fallback: number) => (value === undefined ? fallback : Number(value));
+export const AGENTS = num(flags.agents, quick ? 200 : 2000);
+export const OUTCOMES = num(flags.outcomes, quick ? 10_000 : 200_000);
+export const ESCALATIONS = num(flags.escalations, quick ? 2_500 : 50_000);
+export const SOAK_MINUTES = num(flags["soak-minutes"], quick ? 0 : 10);
+export const SOAK_RATE = num(flags["soak-rate"], 500);
+export const FRESHNESS_SECONDS = num(flags["freshness-seconds"], quick ? 30 : 180);
+export const FRESHNESS_WARMUP = num(flags["freshness-warmup"], quick ? 10 : 15);
+export const numbers = (value: string | undefined) =>
+  (value ?? "")
+    .split(",")
+    .filter((v) => v.trim() !== "")
+    .map(Number)
+    .filter((n) => n > 0);
+export const SEED = Number(flags.seed);
+export const INSTANCES = String(flags.instances)
+  .split(",")
+  .map(Number)
+  .filter((n) => n > 0);
+export const REPEAT = Math.max(1, Number(flags.repeat));
+export const PARTITIONS = 6;
+export const EXTRA_ENV = Object.fromEntries(
+  (flags.env as string[]).map((pair) => {
+    const at = pair.indexOf("=");
+    return [pair.slice(0, at), pair.slice(at + 1)];
+  }),
+);
+
+export const say = (line: string) =>
+  process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+export const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
+
+/** 10% of the escalation-edge records are redelivered duplicates: n originals plus n/9 copies. */
+export function workloadSize(agents: number, outcomes: number, escalations: number): WorkloadSize {
+  return {
+    agents,
+    toolsPerAgent: 5,
+    workflowsPerAgent: 3,
+    escalationTargetsPerAgent: 2,
+    editsPerAgent: 1,
+    outcomes,
+    escalations: Math.round(escalations * 0.9),
+    duplicateRatio: 1 / 9,
+    undeclaredRatio: 0.1,
+    tenantId: "default",
+  };
+}
+
+export const eventsOf = (log: EventLog): ProjectorEvent[] => [...log.registry, ...log.outcomes, ...log.escalations];
+
+/** Seconds (or, with a scale, other units) rounded for the results file; null stays null. */
+export const nullable = (value: number | null, scale = 1) => (value === null ? null : round(value * scale, 3));
+
+export function median(values: readonly number[]): number {
+  if (values.length === 0) return 0;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor((sorted.length - 1) / 2)] as number;
+}

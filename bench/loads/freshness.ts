@@ -1,0 +1,245 @@
+/**
+ * Freshness under a steady load: records published at a fixed rate (fractions of this run's
+ * single-instance capacity, or --freshness-rps), each stamped with the time it is published as its
+ * event time; freshness read twice: the service's own agp_freshness_seconds histogram (graph commit −
+ * event time), and from outside, the consumer group's committed offsets polled every 200 ms (commit
+ * seen − event time).
+ */
+
+import os from "node:os";
+import type { Message } from "kafkajs";
+import { fetchLag } from "../../src/adapters/kafka/admin.js";
+import { sendBatchAtLeastOnce } from "../../src/adapters/kafka/client.js";
+import { publishEvents, streamOf, toMessage } from "../../src/adapters/kafka/event-publisher.js";
+import type { EscalationEdge, OutcomeCreated, ProjectorEvent } from "../../src/model/events.js";
+import type { Stream } from "../../src/topics.js";
+import { generateEventLog, prng } from "../../workload/generate.js";
+import { FRESHNESS_SECONDS, FRESHNESS_WARMUP, nullable, round, SEED, say, sleep } from "../args.js";
+import { cpuMeter } from "../lib/cpu.js";
+import { wipeGraph } from "../lib/direct.js";
+import {
+  CohortTracker,
+  histogramMaxBound,
+  recordsDue,
+  type Settled,
+  sampleDelta,
+  weightedQuantile,
+} from "../lib/freshness.js";
+import { startProjector } from "../lib/projector.js";
+import { histogramQuantile, type Sample, total } from "../lib/prom.js";
+import type { FreshnessResult } from "../results.js";
+import { type BenchRun, loadTopics, sourceTopicEnv } from "./run.js";
+
+export async function runFreshness(
+  run: BenchRun,
+  runNo: number,
+  rate: number,
+  fractionOfCapacity: number | null,
+  freshnessCapacity: number | null,
+): Promise<FreshnessResult> {
+  const { prefix, admin, producer, registry, driver, database, log, size, baseEnv, servers } = run;
+  const label = `fresh${runNo}`;
+  const { names: freshNames, ids: freshIds } = await loadTopics(run, label);
+  await wipeGraph(driver, database);
+  await publishEvents(producer, registry, freshIds, freshNames, log.registry, () => {}, 5000);
+  const pool = generateEventLog(SEED + 5 + runNo, { ...size, outcomes: 20_000, escalations: 0 }).outcomes;
+  const random = prng(SEED + 20 + runNo);
+  const group = `${prefix}-${label}`;
+  const child = startProjector(
+    {
+      ...baseEnv,
+      CONSUMER_GROUP: group,
+      ...sourceTopicEnv(freshNames),
+      RETRY_TOPIC_SUFFIX: `.retry-${label}`,
+      DLQ_TOPIC_SUFFIX: `.dlq-${label}`,
+    },
+    label,
+  );
+  await child.joinedAt;
+  for (const started = Date.now(); Date.now() - started < 120_000; ) {
+    const lags = await fetchLag(admin, group, [freshNames.source["registry-mutation"]]);
+    if (lags.length > 0 && lags.every((l) => l.lag === 0)) break;
+    await sleep(250);
+  }
+  const warmupSeconds = FRESHNESS_WARMUP;
+  const escalationShare = 0.2;
+  say(
+    `freshness ${runNo}: ${rate} records/s${fractionOfCapacity !== null ? ` (${fractionOfCapacity} of ${freshnessCapacity} measured)` : ""}, ` +
+      `${warmupSeconds} s warm-up then ${FRESHNESS_SECONDS} s measured; load average ${os
+        .loadavg()
+        .map((l) => round(l, 2))
+        .join(" ")}`,
+  );
+  const tracker = new CohortTracker();
+  const measured = [freshNames.source["outcome-created"], freshNames.source["escalation-edge"]];
+  // Outcomes published in the last 30 s, oldest first: [head, eligibleEnd) were published 2-30 s ago.
+  const recent: { id: string; at: number }[] = [];
+  let head = 0;
+  let eligibleEnd = 0;
+  const redelivery: EscalationEdge[] = [];
+  let k = 0;
+  let published = 0;
+  let before: Sample[] = [];
+  let meter: ReturnType<typeof cpuMeter> | undefined;
+  const loadStart = Date.now();
+  const measureFrom = loadStart + warmupSeconds * 1000;
+  const measureUntil = measureFrom + FRESHNESS_SECONDS * 1000;
+  let measuring = false;
+  let polling = true;
+  let pollErrors = 0;
+  const poller = (async () => {
+    while (polling) {
+      try {
+        const committed = await admin.fetchOffsets({ groupId: group, topics: measured });
+        const map = new Map<string, number>();
+        for (const { topic, partitions } of committed)
+          for (const p of partitions) map.set(`${topic}/${p.partition}`, Number(p.offset));
+        tracker.settle(map, Date.now());
+      } catch {
+        pollErrors += 1; // the next poll settles what this one missed, later
+      }
+      await sleep(200);
+    }
+  })();
+  let lastReport = loadStart;
+  for (let tick = 0; ; tick++) {
+    const tickStart = loadStart + tick * 100;
+    if (tickStart >= measureUntil) break;
+    if (!measuring && tickStart >= measureFrom) {
+      before = await child.scrape();
+      meter = cpuMeter({ ...servers, projector: child.pid });
+      measuring = true;
+    }
+    const elapsed = Date.now() - loadStart;
+    // Records due by now minus those already sent: a slow send is caught up by the next tick.
+    const due = recordsDue(rate, Math.min(elapsed, measureUntil - loadStart)) - k;
+    const now = Date.now();
+    const batch: ProjectorEvent[] = [];
+    // Escalations between outcomes published 2 to 30 s earlier (10% redelivered copies), once
+    // there is such a history; the rest outcomes, stamped with the time they are published.
+    while (head < recent.length && (recent[head] as { at: number }).at < now - 30_000) head++;
+    eligibleEnd = Math.max(eligibleEnd, head);
+    while (eligibleEnd < recent.length && (recent[eligibleEnd] as { at: number }).at <= now - 2_000) eligibleEnd++;
+    if (head > 100_000) {
+      recent.splice(0, head);
+      eligibleEnd -= head;
+      head = 0;
+    }
+    const eligible = eligibleEnd - head;
+    for (let i = 0; i < due; i++) {
+      if (eligible > 1 && random() < escalationShare) {
+        if (redelivery.length > 0 && random() < 0.1) {
+          batch.push({ ...(redelivery[Math.floor(random() * redelivery.length)] as EscalationEdge) });
+          continue;
+        }
+        const source = recent[head + Math.floor(random() * eligible)] as { id: string };
+        const target = recent[head + Math.floor(random() * eligible)] as { id: string };
+        if (source.id !== target.id) {
+          const edge: EscalationEdge = {
+            kind: "escalation-edge",
+            event_id: `${label}-e${k}-${i}`,
+            tenant_id: "default",
+            source_outcome_id: source.id,
+            target_outcome_id: target.id,
+            observed_at: now,
+          };
+          batch.push(edge);
+          redelivery.push(edge);
+          if (redelivery.length > 2000) redelivery.shift();
+          continue;
+        }
+      }
+      const base = pool[(k + i) % pool.length] as OutcomeCreated;
+      const id = `${base.outcome_id}-${label}-${k + i}`;
+      batch.push({ ...base, outcome_id: id, event_id: `${base.event_id}-${label}-${k + i}`, created_at: now });
+      recent.push({ id, at: now });
+    }
+    k += due;
+    if (batch.length > 0) {
+      const byTopic = new Map<string, Message[]>();
+      for (const event of batch) {
+        const topic = freshNames.source[streamOf(event)];
+        const messages = byTopic.get(topic) ?? [];
+        messages.push(await toMessage(registry, freshIds, event));
+        byTopic.set(topic, messages);
+      }
+      const metadata = await sendBatchAtLeastOnce(producer, {
+        topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
+      });
+      if (measuring) {
+        published += batch.length;
+        for (const m of metadata) tracker.add(m.topicName, m.partition, Number(m.baseOffset), now);
+      }
+    }
+    if (Date.now() - lastReport > 15_000) {
+      lastReport = Date.now();
+      say(`  ${label}: ${k} published, ${tracker.unsettledCohorts()} produce request(s) not yet committed`);
+    }
+    const wait = loadStart + (tick + 1) * 100 - Date.now();
+    if (wait > 0) await sleep(wait);
+  }
+  const publishedSeconds = (Date.now() - measureFrom) / 1000;
+  for (const topic of measured)
+    for (const p of await admin.fetchTopicOffsets(topic)) tracker.close(topic, p.partition, Number(p.high));
+  const drainStart = Date.now();
+  while (tracker.unsettledCohorts() > 0 && Date.now() - drainStart < 120_000) await sleep(250);
+  const drainSeconds = (Date.now() - drainStart) / 1000;
+  polling = false;
+  await poller;
+  const unsettledAtEnd = tracker.settleRemaining(Date.now());
+  const cpuSeconds = meter?.since() ?? {};
+  const window = sampleDelta(await child.scrape(), before);
+  const peak = child.rssKiB();
+  await child.stop();
+  const fromHistogram = (stream: Stream) => ({
+    observations: total(window, "agp_freshness_seconds_count", { stream }),
+    p50: nullable(histogramQuantile(window, "agp_freshness_seconds", 0.5, { stream })),
+    p99: nullable(histogramQuantile(window, "agp_freshness_seconds", 0.99, { stream })),
+    maxAtMost: histogramMaxBound(window, "agp_freshness_seconds", { stream }),
+  });
+  const fromRecords = (values: readonly Settled[]) => ({
+    records: values.reduce((s, v) => s + v.count, 0),
+    p50: nullable(weightedQuantile(values, 0.5)),
+    p99: nullable(weightedQuantile(values, 0.99)),
+    max: nullable(weightedQuantile(values, 1)),
+  });
+  const outcomesSettled = tracker.settled.get(freshNames.source["outcome-created"]) ?? [];
+  const escalationsSettled = tracker.settled.get(freshNames.source["escalation-edge"]) ?? [];
+  const result: FreshnessResult = {
+    rate,
+    fractionOfCapacity,
+    capacity: freshnessCapacity,
+    warmupSeconds,
+    seconds: FRESHNESS_SECONDS,
+    published,
+    achievedRate: Math.round(published / publishedSeconds),
+    drainSeconds: round(drainSeconds, 1),
+    unsettledAtEnd,
+    offsetPollErrors: pollErrors,
+    histogram: {
+      "outcome-created": fromHistogram("outcome-created"),
+      "escalation-edge": fromHistogram("escalation-edge"),
+    },
+    records: {
+      all: fromRecords([...outcomesSettled, ...escalationsSettled]),
+      "outcome-created": fromRecords(outcomesSettled),
+      "escalation-edge": fromRecords(escalationsSettled),
+    },
+    deferred: total(window, "agp_records_total", { result: "deferred" }),
+    transactionRetries: total(window, "agp_transaction_retries_total"),
+    batchP50Ms: nullable(histogramQuantile(window, "agp_batch_duration_seconds", 0.5), 1000),
+    batchP99Ms: nullable(histogramQuantile(window, "agp_batch_duration_seconds", 0.99), 1000),
+    peakRssMiB: round((peak?.hwm ?? 0) / 1024),
+    cpuSeconds,
+    loadAverageAtEnd: os.loadavg().map((l) => round(l, 2)),
+    errors: child.errors.slice(0, 10),
+  };
+  const h = result.histogram["outcome-created"];
+  const r = result.records.all;
+  say(
+    `freshness ${runNo} at ${rate} records/s (achieved ${result.achievedRate}): records p50 ${r.p50} s, p99 ${r.p99} s, max ${r.max} s; ` +
+      `histogram (outcomes) p50 ${h.p50} s, p99 ${h.p99} s, max ≤ ${h.maxAtMost} s; drained in ${result.drainSeconds} s, ` +
+      `${result.deferred} deferred; CPU ${JSON.stringify(cpuSeconds)} s`,
+  );
+  return result;
+}

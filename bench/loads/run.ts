@@ -1,0 +1,58 @@
+/** What the timed loads of one benchmark run share. */
+import type { SchemaRegistry } from "@kafkajs/confluent-schema-registry";
+import type { Admin, Producer } from "kafkajs";
+import type { Driver } from "neo4j-driver";
+import { ensureTopics, topicSpecs } from "../../src/adapters/kafka/admin.js";
+import { registerSchemas } from "../../src/adapters/registry/schema-registry.js";
+import type { Config } from "../../src/config.js";
+import type { ProjectorEvent } from "../../src/model/events.js";
+import { type Stream, type TopicNames, topicNames } from "../../src/topics.js";
+import type { EventLog, WorkloadSize } from "../../workload/generate.js";
+import { PARTITIONS } from "../args.js";
+
+/** What every load of one benchmark run shares: its clients, names and the workload published before any clock starts. */
+export interface BenchRun {
+  readonly config: Config;
+  /** Every topic and group of this run starts with it. */
+  readonly prefix: string;
+  /** The projector's environment for this run (child processes add their group and topics). */
+  readonly baseEnv: Record<string, string>;
+  readonly admin: Admin;
+  readonly producer: Producer;
+  readonly registry: SchemaRegistry;
+  readonly driver: Driver;
+  readonly database: string;
+  /** Pids of the servers, for CPU accounting. */
+  readonly servers: Record<string, number | null>;
+  readonly log: EventLog;
+  readonly size: WorkloadSize;
+  readonly events: readonly ProjectorEvent[];
+  readonly counts: Record<Stream, number>;
+}
+
+/**
+ * Source topics of this run's own for one load (`<prefix>-<label>.<stream>`), created with the run's
+ * partitions, and their schemas registered.
+ */
+export async function loadTopics(
+  run: BenchRun,
+  label: string,
+): Promise<{ names: TopicNames; ids: Awaited<ReturnType<typeof registerSchemas>> }> {
+  const names = topicNames({
+    ...run.config.topics,
+    registryMutation: `${run.prefix}-${label}.registry-mutation`,
+    outcomeCreated: `${run.prefix}-${label}.outcome-created`,
+    escalationEdge: `${run.prefix}-${label}.escalation-edge`,
+  });
+  await ensureTopics(run.admin, topicSpecs(names, { partitions: PARTITIONS, replicationFactor: 1 }));
+  return { names, ids: await registerSchemas(run.config.registry, names.source) };
+}
+
+/** The projector's env naming a load's source topics. */
+export function sourceTopicEnv(names: TopicNames): Record<string, string> {
+  return {
+    TOPIC_REGISTRY_MUTATION: names.source["registry-mutation"],
+    TOPIC_OUTCOME_CREATED: names.source["outcome-created"],
+    TOPIC_ESCALATION_EDGE: names.source["escalation-edge"],
+  };
+}

@@ -1,0 +1,177 @@
+/** The results file (bench/results/<run>.json), its summary on stdout and the chart (latest.svg). */
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import {
+  AGENTS,
+  ESCALATIONS,
+  EXTRA_ENV,
+  FRESHNESS_SECONDS,
+  FRESHNESS_WARMUP,
+  flags,
+  INSTANCES,
+  median,
+  OUTCOMES,
+  quick,
+  ROOT,
+  round,
+  SEED,
+  SOAK_MINUTES,
+  say,
+} from "./args.js";
+import type { DirectResult } from "./lib/direct.js";
+import { quantile } from "./lib/prom.js";
+import { renderChart } from "./lib/svg.js";
+import type { BenchRun } from "./loads/run.js";
+import type { CorrectnessRow } from "./peer/correctness.js";
+import type { PeerRunResult, PeerSetup } from "./peer/run.js";
+import type { FreshnessResult, RunResult } from "./results.js";
+
+export interface ReportInput {
+  readonly started: Date;
+  readonly runId: string;
+  readonly usedLocalStack: boolean;
+  readonly run: BenchRun;
+  readonly ceiling: { sweep: DirectResult[]; best: DirectResult[]; recordsPerSecond: number } | undefined;
+  readonly baseline: { records: number; seconds: number; recordsPerSecond: number } | undefined;
+  readonly runs: RunResult[];
+  readonly peerSetup: PeerSetup | undefined;
+  readonly peerBest: { batchSize: number; tasks: number } | undefined;
+  readonly peerSweep: PeerRunResult[];
+  readonly peerRuns: (PeerRunResult & { fingerprint: Record<string, number> })[];
+  readonly correctness: { workload: Record<string, number>; rows: CorrectnessRow[] } | undefined;
+  readonly soak: Record<string, unknown> | undefined;
+  readonly soakPoints: { minute: number; rssMiB: number; lag: number }[];
+  readonly freshness: FreshnessResult[];
+}
+
+export async function writeReport(input: ReportInput): Promise<void> {
+  const { started, runId, usedLocalStack, run, ceiling, baseline, runs, peerSetup, peerBest, peerSweep, peerRuns } =
+    input;
+  const { correctness, soak, soakPoints, freshness } = input;
+  const { driver, size, counts, events } = run;
+  const single = runs.filter((r) => r.instances === 1);
+  const projectorRate = median(single.map((r) => r.recordsPerSecond));
+  const byInstances = Object.fromEntries(
+    INSTANCES.map((n) => [n, median(runs.filter((r) => r.instances === n).map((r) => r.recordsPerSecond))]),
+  );
+  const versions = await driver.executeQuery("CALL dbms.components() YIELD name, versions, edition RETURN *");
+  const neo4jVersion = versions.records.map((r) => `${r.get("name")} ${r.get("versions")[0]} ${r.get("edition")}`)[0];
+  const kafkaPom = fs.readFileSync(path.join(ROOT, "stack/kafka/pom.xml"), "utf8");
+  const summary = {
+    projectorRecordsPerSecond: projectorRate,
+    ceilingRecordsPerSecond: ceiling ? Math.round(ceiling.recordsPerSecond) : null,
+    baselineRecordsPerSecond: baseline ? Math.round(baseline.recordsPerSecond) : null,
+    projectorOverCeiling: ceiling ? round(projectorRate / ceiling.recordsPerSecond, 3) : null,
+    projectorOverBaseline: baseline ? round(projectorRate / baseline.recordsPerSecond, 1) : null,
+    scaleOut: Object.fromEntries(
+      Object.entries(byInstances).map(([n, rate]) => [
+        n,
+        { recordsPerSecond: rate, vsOne: round(rate / projectorRate, 2) },
+      ]),
+    ),
+    peakRssMiB: Math.max(...single.flatMap((r) => r.peakRssMiB)),
+    peerRecordsPerSecond: peerRuns.length > 0 ? median(peerRuns.map((r) => r.recordsPerSecond)) : null,
+    projectorOverPeer:
+      peerRuns.length > 0 ? round(projectorRate / median(peerRuns.map((r) => r.recordsPerSecond)), 2) : null,
+    /** Each turn's projector run over the peer run that followed it: the ratios to read on a noisy machine. */
+    projectorOverPeerPerTurn: peerRuns.map((peer, i) => {
+      const projector = single[i];
+      return projector ? round(projector.recordsPerSecond / peer.recordsPerSecond, 2) : null;
+    }),
+    peerPeakRssMiB: peerRuns.length > 0 ? Math.max(...peerRuns.map((r) => r.peakRssMiB)) : null,
+    freshness: freshness.map((f) => ({
+      rate: f.rate,
+      achievedRate: f.achievedRate,
+      fractionOfCapacity: f.fractionOfCapacity,
+      records: f.records.all,
+      histogramOutcomes: f.histogram["outcome-created"],
+      histogramEscalations: f.histogram["escalation-edge"],
+    })),
+  };
+  const result = {
+    startedAt: started.toISOString(),
+    label: flags.label,
+    flags: {
+      ...flags,
+      agents: AGENTS,
+      outcomes: OUTCOMES,
+      escalations: ESCALATIONS,
+      soakMinutes: SOAK_MINUTES,
+      freshnessSeconds: FRESHNESS_SECONDS,
+      freshnessWarmup: FRESHNESS_WARMUP,
+    },
+    machine: {
+      cores: os.cpus().length,
+      cpuModel: os.cpus()[0]?.model,
+      memoryGiB: round(os.totalmem() / 1024 ** 3),
+      loadAverageAtEnd: os.loadavg().map((l) => round(l, 2)),
+      os: `${os.type()} ${os.release()}`,
+      node: process.version,
+      neo4j: neo4jVersion,
+      kafka:
+        usedLocalStack || process.env.STACK_HOME
+          ? `Apache Kafka ${/<kafka.version>(.*?)</.exec(kafkaPom)?.[1]} (KRaft, 1 node)`
+          : "external",
+      stack: "local stack (stack/README.md): Kafka, Apicurio Registry and Neo4j on the same machine",
+    },
+    projectorEnv: EXTRA_ENV,
+    workload: { seed: SEED, size, records: counts, total: events.length },
+    summary,
+    ceiling: ceiling && {
+      recordsPerSecond: Math.round(ceiling.recordsPerSecond),
+      sweep: ceiling.sweep.map(compact),
+      best: ceiling.best.map(compact),
+    },
+    baseline,
+    runs,
+    peer: peerSetup && {
+      connector: peerSetup.artifacts.connectorVersion,
+      connect: `Apache Kafka Connect ${/<kafka.version>(.*?)</.exec(kafkaPom)?.[1]} (standalone), Apicurio AvroConverter 2.6 (Confluent wire format)`,
+      heap: peerSetup.heap,
+      best: peerBest,
+      sweep: peerSweep,
+      runs: peerRuns,
+    },
+    correctness,
+    soak,
+    soakPoints,
+    freshness,
+  };
+  const outDir = flags.out ?? path.join(ROOT, "bench/results", quick ? "tmp" : "");
+  fs.mkdirSync(outDir, { recursive: true });
+  const file = path.join(outDir, `${runId}.json`);
+  fs.writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
+  const svg = renderChart({
+    title: `agent-graph-projector: ${events.length.toLocaleString("en-US")} records, ${os.cpus().length} cores shared with Kafka and Neo4j`,
+    subtitle: `projector/ceiling ${summary.projectorOverCeiling ?? "–"}, projector/baseline ${summary.projectorOverBaseline ?? "–"}×${summary.projectorOverPeer !== null ? `, projector/connector ${summary.projectorOverPeer}×` : ""}, peak RSS ${summary.peakRssMiB} MiB${soak ? `, soak RSS slope ${soak.rssSlopeMiBPerMinute} MiB/min` : ""}`,
+    bars: [
+      ...(baseline ? [{ label: "baseline (1 record/tx)", value: baseline.recordsPerSecond }] : []),
+      ...INSTANCES.map((n) => ({ label: `projector ×${n}`, value: byInstances[n] as number, highlight: true })),
+      ...(summary.peerRecordsPerSecond !== null && peerBest
+        ? [{ label: `Neo4j connector (${peerBest.batchSize}×${peerBest.tasks})`, value: summary.peerRecordsPerSecond }]
+        : []),
+      ...(ceiling ? [{ label: "ceiling (no Kafka)", value: ceiling.recordsPerSecond }] : []),
+    ],
+    soak: soakPoints,
+    freshness: freshness.map((f) => ({
+      label: `${f.achievedRate.toLocaleString("en-US")} rec/s${f.fractionOfCapacity !== null ? ` (${f.fractionOfCapacity}× capacity)` : ""}`,
+      records: f.records.all,
+      histogram: f.histogram["outcome-created"],
+    })),
+  });
+  fs.writeFileSync(path.join(outDir, quick ? "latest-quick.svg" : "latest.svg"), svg);
+  say(`results: ${path.relative(ROOT, file)}`);
+  process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+}
+
+function compact(result: DirectResult) {
+  const { batchLatencyMs, ...rest } = result;
+  return {
+    ...rest,
+    seconds: round(rest.seconds, 2),
+    recordsPerSecond: Math.round(rest.recordsPerSecond),
+    batchP50Ms: round(quantile(batchLatencyMs, 0.5) ?? 0),
+    batchP99Ms: round(quantile(batchLatencyMs, 0.99) ?? 0),
+  };
+}

@@ -1,0 +1,59 @@
+/** What one benchmark run measures, as written to the results file. */
+import type { CpuSeconds } from "./lib/cpu.js";
+
+export interface RunResult {
+  readonly instances: number;
+  readonly seconds: number;
+  readonly records: number;
+  readonly recordsPerSecond: number;
+  readonly perTopic: Record<string, { records: number; seconds: number; recordsPerSecond: number }>;
+  readonly batchP50Ms: number | null;
+  readonly batchP99Ms: number | null;
+  readonly batchP50MsByStream: Record<string, number | null>;
+  readonly batchP99MsByStream: Record<string, number | null>;
+  readonly transactions: number;
+  readonly transactionRetries: number;
+  readonly deferred: number;
+  readonly deadLettered: number;
+  readonly rebalances: number;
+  readonly peakRssMiB: number[];
+  readonly fingerprint: Record<string, number>;
+  readonly errors: string[];
+  /** CPU seconds per process from the first join to zero lag (bench/lib/cpu.ts). */
+  readonly cpuSeconds: CpuSeconds;
+}
+
+export interface FreshnessQuantiles {
+  readonly p50: number | null;
+  readonly p99: number | null;
+}
+
+export type HistogramFreshness = FreshnessQuantiles & { observations: number; maxAtMost: number | null };
+export type RecordFreshness = FreshnessQuantiles & { records: number; max: number | null };
+
+/** One steady-load run: freshness in seconds, from the service's histogram and from the records' own times. */
+export interface FreshnessResult {
+  readonly rate: number;
+  readonly fractionOfCapacity: number | null;
+  readonly capacity: number | null;
+  readonly warmupSeconds: number;
+  readonly seconds: number;
+  readonly published: number;
+  readonly achievedRate: number;
+  readonly drainSeconds: number;
+  /** Records no commit had covered when the drain gave up (2 min), counted at that time (a lower bound): 0 unless overloaded. */
+  readonly unsettledAtEnd: number;
+  readonly offsetPollErrors: number;
+  /** agp_freshness_seconds over the measured window (scrape after − scrape before); max is a bucket bound. */
+  readonly histogram: Record<"outcome-created" | "escalation-edge", HistogramFreshness>;
+  /** Committed offset seen (polled every 200 ms) − the time each record was stamped and published. */
+  readonly records: Record<"all" | "outcome-created" | "escalation-edge", RecordFreshness>;
+  readonly deferred: number;
+  readonly transactionRetries: number;
+  readonly batchP50Ms: number | null;
+  readonly batchP99Ms: number | null;
+  readonly peakRssMiB: number;
+  readonly cpuSeconds: CpuSeconds;
+  readonly loadAverageAtEnd: number[];
+  readonly errors: string[];
+}

@@ -1,0 +1,83 @@
+import fs from "node:fs";
+import neo4j from "neo4j-driver";
+import type { Harness } from "../support/harness.js";
+import { sleep } from "./settings.js";
+
+/**
+ * Waits until some projector has a write transaction open in Neo4j (a batch in flight) and returns
+ * the pid of the process holding it, found through its client port (Linux /proc), when it is one of
+ * `pids`. Undefined when no batch was seen in flight within the timeout.
+ */
+export async function instanceMidBatch(
+  harness: Harness,
+  pids: readonly number[],
+  timeoutMs: number,
+): Promise<number | undefined> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const { records } = await harness.driver.executeQuery(
+      "SHOW TRANSACTIONS YIELD currentQuery, clientAddress WHERE currentQuery CONTAINS 'UNWIND $rows' RETURN clientAddress",
+      {},
+      { database: harness.config.neo4j.database },
+    );
+    for (const record of records) {
+      const port = Number(String(record.get("clientAddress")).split(":").at(-1));
+      const pid = pidOfLocalPort(port, pids);
+      if (pid !== undefined) return pid;
+    }
+    await sleep(15);
+  }
+  return undefined;
+}
+
+function pidOfLocalPort(port: number, pids: readonly number[]): number | undefined {
+  try {
+    const inodes = new Set<string>();
+    for (const file of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+      if (!fs.existsSync(file)) continue;
+      for (const line of fs.readFileSync(file, "utf8").split("\n").slice(1)) {
+        const cols = line.trim().split(/\s+/);
+        const local = cols[1];
+        if (local && Number.parseInt(local.split(":").at(-1) ?? "", 16) === port) inodes.add(cols[9] as string);
+      }
+    }
+    for (const pid of pids) {
+      for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
+        const target = fs.readlinkSync(`/proc/${pid}/fd/${fd}`, { encoding: "utf8" });
+        const inode = /^socket:\[(\d+)\]$/.exec(target)?.[1];
+        if (inode && inodes.has(inode)) return pid;
+      }
+    }
+  } catch {
+    // a process exited under us, or no /proc: not identified
+  }
+  return undefined;
+}
+
+/**
+ * Holds an open write transaction that SETs a property on the agent's node (an exclusive lock) for
+ * `holdMs`, then rolls it back so the graph is left as it was.
+ */
+export async function holdAgentLock(harness: Harness, agentId: string, holdMs: number): Promise<void> {
+  const session = harness.driver.session({
+    database: harness.config.neo4j.database,
+    defaultAccessMode: neo4j.session.WRITE,
+  });
+  try {
+    const tx = await session.beginTransaction();
+    try {
+      const result = await tx.run(
+        "MATCH (a:Agent {agent_id: $id}) SET a.fault_lock = timestamp() RETURN count(a) AS n",
+        {
+          id: agentId,
+        },
+      );
+      if (Number(result.records[0]?.get("n")) !== 1) throw new Error(`agent ${agentId} is not in the graph to lock`);
+      await sleep(holdMs);
+    } finally {
+      await tx.rollback();
+    }
+  } finally {
+    await session.close();
+  }
+}
