@@ -124,6 +124,14 @@ export function diffRegistry(
       (id) => drift.push({ agent_id: agentId, kind: "missing-workflow", detail: id }),
       (id) => drift.push({ agent_id: agentId, kind: "extra-workflow", detail: id }),
     );
+    for (const [id, fields] of want.workflows) {
+      if (have.workflows.has(id) && have.workflows.get(id) !== fields)
+        drift.push({
+          agent_id: agentId,
+          kind: "property",
+          detail: `Workflow ${id} [name, domain, version]: graph ${have.workflows.get(id)}, registry ${fields}`,
+        });
+    }
     setDiff(
       new Map([...want.declared].map((id) => [id, id])),
       new Map([...have.declared].map((id) => [id, id])),

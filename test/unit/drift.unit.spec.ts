@@ -166,6 +166,18 @@ describe("diffRegistry: every drift kind", () => {
     ]);
   });
 
+  it("property: an owned workflow whose name, domain or version changed in the registry (§3.1 SETs them)", () => {
+    const have = graphOf(want, { workflows: new Map([["wf-1", JSON.stringify(["Workflow wf-1", "claims", "0.9"])]]) });
+    expect(diffRegistry(expectedOf(want), expectedOf(have))).toEqual([
+      {
+        agent_id: "fin-agt-001",
+        kind: "property",
+        detail:
+          'Workflow wf-1 [name, domain, version]: graph ["Workflow wf-1","claims","0.9"], registry ["Workflow wf-1","claims","1.0"]',
+      },
+    ]);
+  });
+
   it("missing-declaration and extra-declaration (§3.2 clears a declaration no longer in the path)", () => {
     const have = graphOf(want, { declared: new Set(["os-agt-001"]) });
     expect(diffRegistry(expectedOf(want), expectedOf(have))).toEqual([
