@@ -1,6 +1,6 @@
-import type { Producer } from "kafkajs";
+import type { Admin, Producer } from "kafkajs";
 import { describe, expect, it } from "vitest";
-import { retryRetentionMs, topicSpecs } from "../../src/adapters/kafka/admin.js";
+import { requireSourceTopics, retryRetentionMs, topicSpecs } from "../../src/adapters/kafka/admin.js";
 import {
   chunksUnder,
   createRecordSink,
@@ -125,5 +125,39 @@ describe("record sink limits", () => {
     expect(message?.value).toBeNull();
     expect(headers[HEADER.valueOmitted]).toBe("99990");
     expect(message?.key?.toString()).toBe("k");
+  });
+});
+
+describe("requireSourceTopics", () => {
+  const sources = Object.values(names.source);
+  /** An admin whose successive listTopics answers are given; the last one repeats. */
+  const answering = (...answers: string[][]) => {
+    let calls = 0;
+    const admin = {
+      listTopics: async () => answers[Math.min(calls++, answers.length - 1)] ?? [],
+    } as unknown as Admin;
+    return { admin, calls: () => calls };
+  };
+  const noWait = async () => {};
+
+  it("goes on when every source topic is listed", async () => {
+    const { admin, calls } = answering(sources);
+    await requireSourceTopics(admin, names, 5_000, noWait);
+    expect(calls()).toBe(1);
+  });
+
+  it("asks again when a broker's metadata does not list a topic created a moment ago", async () => {
+    const { admin, calls } = answering(sources.slice(1), sources.slice(1), sources);
+    await requireSourceTopics(admin, names, 5_000, noWait);
+    expect(calls()).toBe(3);
+  });
+
+  it("names the topics still missing after the confirmation window, as a fatal error", async () => {
+    const { admin, calls } = answering([], sources.slice(0, 2));
+    await expect(requireSourceTopics(admin, names, 2_000, noWait)).rejects.toMatchObject({
+      name: "FatalError",
+      message: `source topic(s) ${sources[2]} do not exist; create them with "agent-graph-projector topics"`,
+    });
+    expect(calls()).toBe(5);
   });
 });

@@ -176,15 +176,26 @@ export async function topicConfigNumbers(
 /**
  * Refuses to go on when a source topic is missing: the producers own them, and a service that created
  * one would consume an empty topic that nobody writes to. A FatalError: waiting does not create it.
+ * A broker that has just restarted may answer from metadata older than a topic created a moment ago,
+ * so a topic is called missing only when it is still absent after `confirmMs` of asking again.
  */
-export async function requireSourceTopics(admin: Admin, names: TopicNames): Promise<void> {
-  const existing = new Set(await admin.listTopics());
-  const missing = Object.values(names.source).filter((topic) => !existing.has(topic));
-  if (missing.length > 0) {
-    throw new FatalError(
-      `source topic(s) ${missing.join(", ")} do not exist; create them with "agent-graph-projector topics"`,
-    );
+export async function requireSourceTopics(
+  admin: Admin,
+  names: TopicNames,
+  confirmMs = 5_000,
+  sleep: (ms: number) => Promise<void> = (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+): Promise<void> {
+  let missing = Object.values(names.source);
+  for (let waited = 0; ; waited += 500) {
+    const existing = new Set(await admin.listTopics());
+    missing = missing.filter((topic) => !existing.has(topic));
+    if (missing.length === 0) return;
+    if (waited >= confirmMs) break;
+    await sleep(500);
   }
+  throw new FatalError(
+    `source topic(s) ${missing.join(", ")} do not exist; create them with "agent-graph-projector topics"`,
+  );
 }
 
 /** Creates the missing topics; existing ones are left as they are. Returns the names it created. */
