@@ -52,7 +52,7 @@ const MAX_RETRY_DELAY_MS = 2_000;
  * The only place statements meet Neo4j. A batch's statements run in order in one explicit write
  * transaction, retried on transient errors (deadlocks, leader switches, lost connections): safe
  * because every statement is an idempotent MERGE. Which failures are transient is decided by errors.ts
-`classify`, as everywhere else in the service. Each extra attempt is counted. What still fails
+ * `classify`, as everywhere else in the service. Each extra attempt is counted. What still fails
  * after the retry budget reaches the caller, which pauses the partition.
  *
  * The driver's managed transactions wait a fixed second before their first retry. Our transient
