@@ -19,6 +19,7 @@ import { REGISTRY_PROJECTION } from "../../src/cypher/s3_1-registry-projection.j
 import { ESCALATION_DECLARED } from "../../src/cypher/s3_2-escalation-declared.js";
 import { OUTCOME_PROJECTION, PRODUCED } from "../../src/cypher/s3_3-produced.js";
 import { ESCALATED_TO, ESCALATION_OBSERVED } from "../../src/cypher/s3_4-escalation-observed.js";
+import { readerSchema } from "../../src/model/schemas.js";
 import type { Stream } from "../../src/topics.js";
 
 const UNWIND = "UNWIND $rows AS row";
@@ -42,25 +43,41 @@ function body(statement: string, cutAt?: string): string {
 /**
  * The record's value as the projector's row. Avro `timestamp-millis` fields reach Cypher as
  * LocalDateTime values (UTC) through the converter and the connector; the projector's rows carry
- * epoch milliseconds, so they are turned back into those.
+ * epoch milliseconds, so every such field of the stream's reader schema is turned back into those
+ * (read from the schema, so that a statement starting to use another timestamp cannot be missed).
  */
 const millis = (field: string) => `datetime({datetime: event.${field}, timezone: '+00:00'}).epochMillis`;
 
+export function timestampFields(stream: Stream): string[] {
+  const fields = (readerSchema(stream).fields ?? []) as { name: string; type: unknown }[];
+  return fields
+    .filter((field) => {
+      const type = field.type as { logicalType?: string } | string;
+      return typeof type === "object" && type !== null && type.logicalType === "timestamp-millis";
+    })
+    .map((field) => field.name);
+}
+
+const asRow = (stream: Stream, extra: string[] = []) =>
+  `WITH event {.*, ${[...timestampFields(stream).map((field) => `${field}: ${millis(field)}`), ...extra].join(", ")}} AS row`;
+
 export const PEER_STATEMENTS: Record<Stream, string> = {
   // §3.1 then §3.2, as the projector runs them for one snapshot (§3.2 only when §3.1 let it through).
-  "registry-mutation": ["WITH event AS row", body(REGISTRY_PROJECTION), "WITH row", body(ESCALATION_DECLARED)].join(
-    "\n",
-  ),
-  // The Outcome node, then §3.3 PRODUCED.
-  "outcome-created": [
-    `WITH event {.*, created_at: ${millis("created_at")}} AS row`,
-    body(OUTCOME_PROJECTION),
+  "registry-mutation": [
+    asRow("registry-mutation"),
+    body(REGISTRY_PROJECTION),
     "WITH row",
-    body(PRODUCED),
+    body(ESCALATION_DECLARED),
   ].join("\n"),
+  // The Outcome node, then §3.3 PRODUCED.
+  "outcome-created": [asRow("outcome-created"), body(OUTCOME_PROJECTION), "WITH row", body(PRODUCED)].join("\n"),
   // ESCALATED_TO, then §3.4 (whose own MATCH keeps only outcomes produced by two different agents).
   "escalation-edge": [
-    `WITH event {.*, first_observed_at: ${millis("observed_at")}, last_observed_at: ${millis("observed_at")}} AS row`,
+    // An escalation's first and last observation are the record's own (the projector's come from its batch).
+    asRow("escalation-edge", [
+      `first_observed_at: ${millis("observed_at")}`,
+      `last_observed_at: ${millis("observed_at")}`,
+    ]),
     // The connector binds its own batch variable as `e`: ESCALATED_TO's `e` becomes `escalated`.
     body(ESCALATED_TO, "WITH row, source, target\nOPTIONAL MATCH")
       .replace("[e:ESCALATED_TO]", "[escalated:ESCALATED_TO]")

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { compareGraphs } from "../../bench/lib/correctness.js";
 import { patchPom } from "../../bench/peer/build.js";
-import { PEER_STATEMENTS } from "../../bench/peer/statements.js";
+import { PEER_STATEMENTS, timestampFields } from "../../bench/peer/statements.js";
 import { connectorConfig } from "../../bench/peer/worker.js";
 import { ESCALATION_DECLARED } from "../../src/cypher/s3_2-escalation-declared.js";
 import { ESCALATION_OBSERVED } from "../../src/cypher/s3_4-escalation-observed.js";
@@ -23,6 +23,19 @@ describe("the peer's statements", () => {
     expect(ESCALATION_OBSERVED).toContain("ON CREATE SET r.observed_count = r.observed_count + 1");
     // ESCALATED_TO's fate report (OPTIONAL MATCH of the producers) is the projector's, not the peer's.
     expect(PEER_STATEMENTS["escalation-edge"]).not.toContain("OPTIONAL MATCH");
+  });
+
+  it("give every time the statements read as epoch milliseconds a value converted from the record's LocalDateTime", () => {
+    for (const [stream, cypher] of Object.entries(PEER_STATEMENTS)) {
+      const header = cypher.split("\n")[0] as string;
+      const readAsMillis = [...cypher.matchAll(/epochMillis: toInteger\(row\.(\w+)\)/g)].map((m) => m[1]);
+      expect(readAsMillis.length, stream).toBeGreaterThan(0);
+      for (const field of readAsMillis)
+        expect(header, `${stream}: ${field}`).toMatch(new RegExp(`\\b${field}: datetime\\(`));
+    }
+    expect(timestampFields("registry-mutation")).toEqual(["occurred_at"]);
+    expect(timestampFields("outcome-created")).toEqual(["created_at"]);
+    expect(timestampFields("escalation-edge")).toEqual(["observed_at"]);
   });
 
   it("go one per topic into the connector's Cypher strategy", () => {
