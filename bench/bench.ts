@@ -54,6 +54,7 @@ import {
   wipeGraph,
 } from "./lib/direct.js";
 import { freshnessRates } from "./lib/freshness.js";
+import { watchLongTransactions } from "./lib/long-transactions.js";
 import { ceilingSweep } from "./loads/ceiling.js";
 import { runFreshness } from "./loads/freshness.js";
 import { peerSweepRun } from "./loads/peer-sweep.js";
@@ -107,6 +108,15 @@ async function main(): Promise<void> {
   });
   const driver = neo4j.driver(config.neo4j.uri, neo4j.auth.basic(config.neo4j.user, config.neo4j.password ?? ""), {
     maxConnectionPoolSize: 20,
+  });
+  const longTransactions = watchLongTransactions(driver, {
+    onFirstSeen: (tx) =>
+      say(
+        `Neo4j: a transaction has run ${Math.round(tx.elapsedMs / 1000)} s (${tx.status}, ${tx.activeLockCount ?? "?"} locks): ${tx.statement.slice(0, 100)}`,
+      ),
+  });
+  atExit.push(async () => {
+    await longTransactions.stop();
   });
   const graph = createGraphWriter(
     driver,
@@ -365,6 +375,7 @@ async function main(): Promise<void> {
     soak,
     soakPoints,
     freshness,
+    longTransactions: await longTransactions.stop(),
   });
   // A graph of a few hundred thousand nodes left behind would make the test suites' one-transaction
   // wipe run out of Neo4j's transaction memory on this stack.

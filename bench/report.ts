@@ -20,6 +20,7 @@ import {
   say,
 } from "./args.js";
 import type { DirectResult } from "./lib/direct.js";
+import type { LongTransaction } from "./lib/long-transactions.js";
 import { quantile } from "./lib/prom.js";
 import { renderChart } from "./lib/svg.js";
 import type { BenchRun } from "./loads/run.js";
@@ -43,12 +44,14 @@ export interface ReportInput {
   readonly soak: Record<string, unknown> | undefined;
   readonly soakPoints: { minute: number; rssMiB: number; lag: number }[];
   readonly freshness: FreshnessResult[];
+  /** Neo4j transactions seen running over 10 s during the whole run (bench/lib/long-transactions.ts). */
+  readonly longTransactions: LongTransaction[];
 }
 
 export async function writeReport(input: ReportInput): Promise<void> {
   const { started, runId, usedLocalStack, run, ceiling, baseline, runs, peerSetup, peerBest, peerSweep, peerRuns } =
     input;
-  const { correctness, soak, soakPoints, freshness } = input;
+  const { correctness, soak, soakPoints, freshness, longTransactions } = input;
   const { driver, size, counts, events } = run;
   const single = runs.filter((r) => r.instances === 1);
   const projectorRate = median(single.map((r) => r.recordsPerSecond));
@@ -80,6 +83,7 @@ export async function writeReport(input: ReportInput): Promise<void> {
       return projector ? round(projector.recordsPerSecond / peer.recordsPerSecond, 2) : null;
     }),
     peerPeakRssMiB: peerRuns.length > 0 ? Math.max(...peerRuns.map((r) => r.peakRssMiB)) : null,
+    longTransactions: longTransactions.length,
     freshness: freshness.map((f) => ({
       rate: f.rate,
       achievedRate: f.achievedRate,
@@ -137,6 +141,7 @@ export async function writeReport(input: ReportInput): Promise<void> {
     soak,
     soakPoints,
     freshness,
+    longTransactions,
   };
   const outDir = flags.out ?? path.join(ROOT, "bench/results", quick ? "tmp" : "");
   fs.mkdirSync(outDir, { recursive: true });

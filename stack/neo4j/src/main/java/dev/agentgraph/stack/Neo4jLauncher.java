@@ -85,6 +85,9 @@ public final class Neo4jLauncher {
             .setConfig(GraphDatabaseSettings.pagecache_memory, ByteUnit.mebiBytes(384))
             .setConfig(GraphDatabaseSettings.memory_transaction_global_max_size, ByteUnit.mebiBytes(256))
             .setConfig(GraphDatabaseSettings.logical_log_rotation_threshold, ByteUnit.mebiBytes(64))
+            // SHOW TRANSACTIONS then reports cpuTime and idleTime: whether a long write was working,
+            // waiting on a lock or waiting for its client (the benchmark's long-transaction watch).
+            .setConfig(GraphDatabaseSettings.track_query_cpu_time, true)
             .setConfig(GraphDatabaseSettings.keep_logical_logs, "256M size")
             .build();
 
