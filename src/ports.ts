@@ -121,6 +121,19 @@ export type Sleep = (ms: number) => Promise<void>;
 
 export const systemSleep: Sleep = (ms) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+/**
+ * `work`, or the error `late()` makes if it has not settled within `ms`. The abandoned work may
+ * still settle later; nobody waits for it any more, and its failure is not reported as unhandled.
+ */
+export function withTimeout<T>(work: Promise<T>, ms: number, late: () => Error): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const limit = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(late()), ms);
+  });
+  work.catch(() => {});
+  return Promise.race([work, limit]).finally(() => clearTimeout(timer));
+}
+
 /** The narrow metrics surface the core records through; prom-client lives in its adapter. */
 export interface Metrics {
   /** `count` records of one batch met the same fate. */

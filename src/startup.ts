@@ -1,5 +1,5 @@
 import { classify, errorMessage } from "./errors.js";
-import type { Clock } from "./ports.js";
+import { type Clock, type Sleep, systemSleep, withTimeout } from "./ports.js";
 
 /** Start-up could not finish; its message is the one line the process exits with. */
 export class StartupError extends Error {
@@ -17,13 +17,17 @@ export async function untilDeadline<T>(
   deadlineAt: number,
   attempt: () => Promise<T>,
   clock: Clock,
-  sleep: (ms: number) => Promise<void> = (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+  sleep: Sleep = systemSleep,
 ): Promise<T> {
   const started = clock.now();
   for (;;) {
     const remaining = deadlineAt - clock.now();
     try {
-      return await cutOff(attempt(), Math.max(remaining, 0));
+      return await withTimeout(
+        attempt(),
+        Math.max(remaining, 0),
+        () => new CutOff("no answer before the start-up deadline"),
+      );
     } catch (error) {
       const retryClass = classify(error);
       if (retryClass === "fatal" || retryClass === "rejected") {
@@ -43,14 +47,4 @@ export async function untilDeadline<T>(
 
 class CutOff extends Error {
   override readonly name = "CutOff";
-}
-
-function cutOff<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const limit = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new CutOff("no answer before the start-up deadline")), ms);
-  });
-  // The abandoned attempt may still fail later; nobody is waiting for it any more.
-  work.catch(() => {});
-  return Promise.race([work, limit]).finally(() => clearTimeout(timer));
 }

@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { createHealth } from "../../src/adapters/http/health.js";
 import { createLagMonitor, type PartitionLag } from "../../src/adapters/kafka/lag-monitor.js";
 import { createLagGauges } from "../../src/adapters/metrics/lag-gauges.js";
+import { withTimeout } from "../../src/ports.js";
 import { DRIFT_KINDS } from "../../src/reconcile/drift.js";
 import { reconcileAll } from "../../src/reconcile/schedule.js";
 import { shortTopicNames } from "../support/builders.js";
@@ -155,5 +156,24 @@ describe("health", () => {
     expect(ready).toEqual([false, true]);
     expect(health.live()).toEqual({ ok: false, detail: { consumerIdleSeconds: 300 } });
     expect(answering.live().ok).toBe(true);
+  });
+});
+
+describe("withTimeout (start-up steps and health probes)", () => {
+  it("gives the work's answer, or the caller's error once the time is up; a late failure goes nowhere", async () => {
+    const late = () => new Error("too late");
+    await expect(withTimeout(Promise.resolve(7), 50, late)).resolves.toBe(7);
+    await expect(withTimeout(Promise.reject(new Error("refused")), 50, late)).rejects.toThrow("refused");
+    let fail: (error: Error) => void = () => {};
+    const slow = new Promise<number>((_, reject) => {
+      fail = reject;
+    });
+    await expect(withTimeout(slow, 10, late)).rejects.toThrow("too late");
+    const unhandled = vi.fn();
+    process.on("unhandledRejection", unhandled);
+    fail(new Error("after the deadline"));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    process.off("unhandledRejection", unhandled);
+    expect(unhandled).not.toHaveBeenCalled();
   });
 });

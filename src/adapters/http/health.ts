@@ -1,4 +1,4 @@
-import type { Clock } from "../../ports.js";
+import { type Clock, withTimeout } from "../../ports.js";
 import type { HealthChecks } from "./server.js";
 
 /** What liveness and readiness look at. */
@@ -34,7 +34,11 @@ export function createHealth(inputs: HealthInputs): HealthChecks & {
     checking = true;
     try {
       const [neo4jOk, registryOk] = await Promise.all([
-        withTimeout(inputs.pingNeo4j(), inputs.checkTimeoutMs).then(
+        withTimeout(
+          inputs.pingNeo4j(),
+          inputs.checkTimeoutMs,
+          () => new Error(`no answer within ${inputs.checkTimeoutMs} ms`),
+        ).then(
           () => true,
           () => false,
         ),
@@ -65,12 +69,4 @@ export function createHealth(inputs: HealthInputs): HealthChecks & {
       if (timer) clearInterval(timer);
     },
   };
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

@@ -1,6 +1,6 @@
 import kafkajs, { type Admin, type ITopicConfig } from "kafkajs";
 import { FatalError } from "../../errors.js";
-import type { GroupAdmin, ReadFrom } from "../../ports.js";
+import { type GroupAdmin, type ReadFrom, type Sleep, systemSleep } from "../../ports.js";
 import { STREAMS, type Stream, type TopicNames } from "../../topics.js";
 import { historyGaps } from "./history.js";
 
@@ -183,7 +183,7 @@ export async function requireSourceTopics(
   admin: Admin,
   names: TopicNames,
   confirmMs = 5_000,
-  sleep: (ms: number) => Promise<void> = (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+  sleep: Sleep = systemSleep,
 ): Promise<void> {
   let missing = Object.values(names.source);
   for (let waited = 0; ; waited += 500) {
@@ -249,7 +249,7 @@ async function waitForLeaders(admin: Admin, topics: readonly string[], timeoutMs
     if (Date.now() >= deadline) {
       throw new Error(`topics created but not ready after ${timeoutMs} ms: ${lastProblem}`);
     }
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await systemSleep(200);
   }
 }
 

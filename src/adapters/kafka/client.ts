@@ -11,7 +11,7 @@ import {
 } from "kafkajs";
 import type { Config } from "../../config.js";
 import { classify } from "../../errors.js";
-import type { Logger, RecordPublisher } from "../../ports.js";
+import { type Logger, type RecordPublisher, systemSleep } from "../../ports.js";
 
 /** One kafkajs client for the whole process, with its logs routed into ours. */
 export function createKafka(config: Config["kafka"], logger: Logger): Kafka {
@@ -89,7 +89,7 @@ export async function sendBatchAtLeastOnce(
       return await producer.sendBatch({ ...batch, acks: -1 });
     } catch (error) {
       if (classify(error) === "fatal" || Date.now() + delay > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, delay));
+      await systemSleep(delay);
     }
   }
 }
