@@ -75,14 +75,16 @@ CALL (a, row) {
   MERGE (a)-[:OWNS_WORKFLOW]->(w)
 }
 
-// Reconciliation: a removed tool or owned workflow deletes its edge.
+// Reconciliation: a removed tool or owned workflow deletes its edge. The far node has no label on
+// purpose: with one, a plan compiled on a young graph scanned every Tool/Workflow per row
+// (test/int/query-plans.int.spec.ts); these relationships only ever end at a Tool or a Workflow.
 CALL (a, row) {
-  MATCH (a)-[r:AUTHORIZED_FOR]->(t:Tool)
+  MATCH (a)-[r:AUTHORIZED_FOR]->(t)
   WHERE NOT t.tool_id IN [tool IN row.tools | tool.tool_id]
   DELETE r
 }
 CALL (a, row) {
-  MATCH (a)-[r:OWNS_WORKFLOW]->(w:Workflow)
+  MATCH (a)-[r:OWNS_WORKFLOW]->(w)
   WHERE NOT w.workflow_id IN [wf IN row.owned_workflows | wf.workflow_id]
   DELETE r
 }

@@ -28,9 +28,11 @@ CALL (a, escalation_path) {
   SET r.declared = true
 }
 
-// Reconciliation: a target removed from escalation_path revokes its declaration.
+// Reconciliation: a target removed from escalation_path revokes its declaration. The spec writes the
+// target as (t:Agent); without the label the plan cannot scan every Agent per row, which it did when
+// compiled on a young graph (test/int/query-plans.int.spec.ts). CAN_ESCALATE_TO only ends at an Agent.
 CALL (a, escalation_path) {
-  MATCH (a)-[stale:CAN_ESCALATE_TO]->(t:Agent)
+  MATCH (a)-[stale:CAN_ESCALATE_TO]->(t)
   WHERE stale.declared = true AND NOT t.agent_id IN escalation_path
   SET stale.declared = false
 }
