@@ -1,44 +1,74 @@
 /** The benchmark's command line (bench/README.md) and the small helpers every part of it uses. */
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { parseArgs } from "node:util";
+import { type ParseArgsConfig, parseArgs } from "node:util";
 import type { ProjectorEvent } from "../src/model/events.js";
 import type { EventLog, WorkloadSize } from "../workload/generate.js";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
-export const { values: flags } = parseArgs({
-  options: {
-    agents: { type: "string" },
-    outcomes: { type: "string" },
-    escalations: { type: "string" },
-    quick: { type: "boolean", default: false },
-    seed: { type: "string", default: "7" },
-    "soak-minutes": { type: "string" },
-    "soak-rate": { type: "string", default: "500" },
-    instances: { type: "string", default: "1,2,3" },
-    repeat: { type: "string", default: "1" },
-    "baseline-sample": { type: "string", default: "5000" },
-    "skip-ceiling": { type: "boolean", default: false },
-    "ceiling-config": { type: "string" },
-    "skip-baseline": { type: "boolean", default: false },
-    "keep-graph": { type: "boolean", default: false },
-    "keep-topics": { type: "boolean", default: false },
-    "skip-warmup": { type: "boolean", default: false },
-    "skip-peer": { type: "boolean", default: false },
-    "peer-config": { type: "string" },
-    "skip-correctness": { type: "boolean", default: false },
-    "skip-freshness": { type: "boolean", default: false },
-    "freshness-seconds": { type: "string" },
-    "freshness-warmup": { type: "string" },
-    "freshness-rates": { type: "string", default: "0.5,0.9" },
-    "freshness-rps": { type: "string" },
-    "freshness-capacity": { type: "string" },
-    env: { type: "string", multiple: true, default: [] },
-    label: { type: "string", default: "" },
-    out: { type: "string" },
-  },
-});
+const OPTIONS = {
+  agents: { type: "string" },
+  outcomes: { type: "string" },
+  escalations: { type: "string" },
+  quick: { type: "boolean", default: false },
+  seed: { type: "string", default: "7" },
+  "soak-minutes": { type: "string" },
+  "soak-rate": { type: "string", default: "500" },
+  instances: { type: "string", default: "1,2,3" },
+  repeat: { type: "string", default: "1" },
+  "baseline-sample": { type: "string", default: "5000" },
+  "skip-ceiling": { type: "boolean", default: false },
+  "ceiling-config": { type: "string" },
+  "skip-baseline": { type: "boolean", default: false },
+  "keep-graph": { type: "boolean", default: false },
+  "keep-topics": { type: "boolean", default: false },
+  "skip-warmup": { type: "boolean", default: false },
+  "skip-peer": { type: "boolean", default: false },
+  "peer-config": { type: "string" },
+  "skip-correctness": { type: "boolean", default: false },
+  "skip-freshness": { type: "boolean", default: false },
+  "freshness-seconds": { type: "string" },
+  "freshness-warmup": { type: "string" },
+  "freshness-rates": { type: "string", default: "0.5,0.9" },
+  "freshness-rps": { type: "string" },
+  "freshness-capacity": { type: "string" },
+  env: { type: "string", multiple: true, default: [] },
+  label: { type: "string", default: "" },
+  out: { type: "string" },
+  help: { type: "boolean", short: "h", default: false },
+} satisfies NonNullable<ParseArgsConfig["options"]>;
+
+function parseFlags() {
+  try {
+    return parseArgs({ options: OPTIONS }).values;
+  } catch (error) {
+    process.stderr.write(`bench: ${(error as Error).message} (npm run bench -- --help lists the flags)\n`);
+    process.exit(2);
+  }
+}
+
+export const flags = parseFlags();
+
+const USAGE = `npm run bench -- [flags]     (bench/README.md says what each load measures)
+
+sizes      --agents N --outcomes N --escalations N (2000, 200000, 50000)   --seed N (7)
+           --quick (200, 10000, 2500; no soak; 30 s steady loads)
+runs       --instances 1,2,3   --repeat N (single-instance turns, medians reported)
+           --env KEY=VALUE (projector configuration, repeatable)   --label TEXT   --out DIR
+anchors    --skip-ceiling   --ceiling-config BATCHxCONCURRENCY   --skip-baseline   --baseline-sample N
+           --skip-warmup
+peer       --skip-peer   --peer-config BATCHxTASKS (Neo4j's Kafka connector)   --skip-correctness
+soak       --soak-minutes N (10; 0 skips)   --soak-rate R (500 records/s)
+freshness  --skip-freshness   --freshness-seconds N   --freshness-warmup N   --freshness-rates 0.5,0.9
+           --freshness-rps R1,R2   --freshness-capacity R
+leftovers  --keep-topics   --keep-graph
+`;
+
+if (flags.help) {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
 
 export const quick = flags.quick === true;
 export const num = (value: string | undefined, fallback: number) => (value === undefined ? fallback : Number(value));
