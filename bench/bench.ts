@@ -18,7 +18,7 @@ import neo4j from "neo4j-driver";
 import { ensureTopics, topicSpecs } from "../src/adapters/kafka/admin.js";
 import { createKafka, createProducer } from "../src/adapters/kafka/client.js";
 import { publishEvents } from "../src/adapters/kafka/event-publisher.js";
-import { createGraphWriter, migrate } from "../src/adapters/neo4j/graph-writer.js";
+import { createGraphWriter } from "../src/adapters/neo4j/graph-writer.js";
 import { createSchemaRegistry, registerSchemas } from "../src/adapters/registry/schema-registry.js";
 import { loadConfig } from "../src/config.js";
 import { createLogger } from "../src/logger.js";
@@ -128,7 +128,8 @@ async function main(): Promise<void> {
     },
     300_000,
   );
-  await migrate(driver, [database]);
+  // Whatever the database held (another tenant's graph, the suites' constraints) goes first.
+  await wipeGraph(driver, database);
   const registry = createSchemaRegistry(config.registry);
   const servers = {
     neo4j: pidListeningOn(portOf(config.neo4j.uri, 7687)),

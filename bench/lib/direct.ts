@@ -5,7 +5,7 @@
  */
 import neo4j, { type Driver } from "neo4j-driver";
 import { migrate } from "../../src/adapters/neo4j/graph-writer.js";
-import { CONSTRAINT_NAMES } from "../../src/cypher/s6-constraints.js";
+import { CONSTRAINT_NAMES, TENANT_CONSTRAINT_NAMES } from "../../src/cypher/s6-constraints.js";
 import type { EscalationEdge, OutcomeCreated, ProjectorEvent, RegistryEvent } from "../../src/model/events.js";
 import type { GraphWriter } from "../../src/ports.js";
 import { projectEscalations } from "../../src/projection/escalations.js";
@@ -28,7 +28,9 @@ export async function wipeGraph(driver: Driver, database: string): Promise<void>
     // hundreds of relationships each exceeds the stack's transaction memory pool.
     await session.run("MATCH ()-[r]->() CALL (r) { DELETE r } IN TRANSACTIONS OF 10000 ROWS");
     await session.run("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS");
-    for (const name of CONSTRAINT_NAMES) await session.run(`DROP CONSTRAINT ${name} IF EXISTS`);
+    // A database the test suites used last may hold the shared-database (tenant) constraints too.
+    for (const name of [...CONSTRAINT_NAMES, ...TENANT_CONSTRAINT_NAMES])
+      await session.run(`DROP CONSTRAINT ${name} IF EXISTS`);
   } finally {
     await session.close();
   }

@@ -29,6 +29,13 @@ export const TENANT_CONSTRAINTS: readonly string[] = [
   "CREATE CONSTRAINT outcome_tenant_outcome_id IF NOT EXISTS FOR (o:Outcome) REQUIRE (o.tenant_id, o.outcome_id) IS UNIQUE",
 ];
 
+export const TENANT_CONSTRAINT_NAMES: readonly string[] = [
+  "agent_tenant_agent_id",
+  "workflow_tenant_workflow_id",
+  "tool_tenant_tool_id",
+  "outcome_tenant_outcome_id",
+];
+
 /** A projected node without a tenant: in a shared database it was written while one tenant was served. */
 export const UNSCOPED_NODE = `
 MATCH (n)

@@ -1,5 +1,6 @@
 import neo4j from "neo4j-driver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { migrate } from "../../src/adapters/neo4j/graph-writer.js";
 import { REGISTRY_TOMBSTONE } from "../../src/cypher/s3_1-registry-projection.js";
 import type { Statement } from "../../src/cypher/statement.js";
 import type { EscalationEdge, OutcomeCreated, RegistryEvent } from "../../src/model/events.js";
@@ -57,6 +58,9 @@ describe("§3 statements' plans under the statistics of a catch-up", () => {
     harness = new Harness(testEnv("plans"));
     database = harness.config.neo4j.database;
     await harness.clearGraph();
+    // The one-tenant constraints, as the service creates them (a spec before this one may have
+    // switched the database to the shared-database ones).
+    await migrate(harness.driver, [database]);
   });
   afterAll(async () => {
     await harness?.clearGraph();
