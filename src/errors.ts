@@ -49,6 +49,13 @@ const FATAL_NEO4J_CODES = new Set([
 const REJECTED_NEO4J_CODE =
   /^Neo\.ClientError\.(Statement\.(TypeError|ArgumentError|ArithmeticError|EntityNotFound|PropertyNotFound|ConstraintVerificationFailed)|Schema\.(ConstraintValidationFailed|IndexEntrySizeExceeded|ConstraintViolation)|Transaction\.TransactionHookFailed)$/;
 
+/**
+ * The §6 schema cannot be put in place: a constraint the data already violates, a name another index
+ * holds. The same request fails the same way until somebody changes the database.
+ */
+const FATAL_SCHEMA_CODE =
+  /^Neo\.(ClientError\.Schema\.|DatabaseError\.Schema\.(Constraint|Index)(Creation|Drop)Failed$)/;
+
 const TRANSIENT_NETWORK_CODES = new Set([
   "ECONNREFUSED",
   "ECONNRESET",
@@ -105,6 +112,7 @@ export function classify(error: unknown): RetryClass {
     if (code.startsWith("Neo.TransientError.") || TRANSIENT_NEO4J_CODES.has(code)) return "transient";
     if (FATAL_NEO4J_CODES.has(code)) return "fatal";
     if (REJECTED_NEO4J_CODE.test(code)) return "rejected";
+    if (FATAL_SCHEMA_CODE.test(code)) return "fatal";
     if (code === "Neo.DatabaseError.Statement.ExecutionFailed" && INDEX_KEY_TOO_LARGE.test(String(message)))
       return "rejected";
     if (TRANSIENT_NETWORK_CODES.has(code)) return "transient";

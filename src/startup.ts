@@ -10,7 +10,8 @@ export class StartupError extends Error {
  * Tries one start-up step until it succeeds or the start-up deadline passes. A failure that waiting
  * cannot cure (bad credentials, a database that does not exist, a refused registration) ends it at
  * once; an unreachable server is tried again every second or two until the deadline. Each attempt is
- * itself cut off at the deadline, so a client that retries internally for longer cannot stretch it.
+ * itself cut off at the deadline, so a client that retries internally for longer cannot stretch it;
+ * the line it ends with then names the last failure an attempt did report, not the cut-off.
  */
 export async function untilDeadline<T>(
   what: string,
@@ -20,6 +21,7 @@ export async function untilDeadline<T>(
   sleep: Sleep = systemSleep,
 ): Promise<T> {
   const started = clock.now();
+  let lastFailure: unknown;
   for (;;) {
     const remaining = deadlineAt - clock.now();
     try {
@@ -33,11 +35,13 @@ export async function untilDeadline<T>(
       if (retryClass === "fatal" || retryClass === "rejected") {
         throw new StartupError(`${what}: ${errorMessage(error)}`, { cause: error });
       }
+      if (!(error instanceof CutOff)) lastFailure = error;
       const now = clock.now();
       if (now >= deadlineAt) {
+        const reason = lastFailure ?? error;
         throw new StartupError(
-          `${what}: not reachable within ${Math.round((now - started) / 1000)} s (STARTUP_TIMEOUT_MS): ${errorMessage(error)}`,
-          { cause: error },
+          `${what}: not reachable within ${Math.round((now - started) / 1000)} s (STARTUP_TIMEOUT_MS): ${errorMessage(reason)}`,
+          { cause: reason },
         );
       }
       await sleep(Math.min(2_000, deadlineAt - now));

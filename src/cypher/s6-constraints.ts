@@ -42,3 +42,14 @@ MATCH (n)
 WHERE (n:Agent OR n:Tool OR n:Workflow OR n:Outcome) AND n.tenant_id IS NULL
 RETURN labels(n) AS labels LIMIT 1
 `;
+
+/**
+ * A projected node with a tenant: in a database one tenant has to itself it was written while several
+ * shared it. The single-property constraints and the spec's unscoped statements would merge that
+ * tenant's nodes with another's.
+ */
+export const SCOPED_NODE = `
+MATCH (n)
+WHERE (n:Agent OR n:Tool OR n:Workflow OR n:Outcome) AND n.tenant_id IS NOT NULL
+RETURN labels(n) AS labels, n.tenant_id AS tenant LIMIT 1
+`;

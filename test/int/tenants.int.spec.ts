@@ -1,9 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readTopicsToEnd } from "../../src/adapters/kafka/read-topic.js";
+import { TENANT_CONSTRAINT_NAMES } from "../../src/cypher/s6-constraints.js";
 import type { ProjectorEvent } from "../../src/model/events.js";
 import { canonicalize, diffGraphs } from "../../src/model/graph.js";
 import { registryKey } from "../../src/model/registry-key.js";
 import { governanceReport } from "../../src/report.js";
+import { StartupError } from "../../src/startup.js";
 import { HEADER } from "../../src/topics.js";
 import { type EventLog, generateEventLog, SMALL_WORKLOAD } from "../../workload/generate.js";
 import { expectedReport } from "../support/expected-report.js";
@@ -47,7 +49,13 @@ describe("tenants sharing one database, on real servers", () => {
     harness = await Harness.create("tenants", { TENANTS: "acme,globex" });
     await harness.clearGraph();
   });
-  afterAll(() => harness?.close());
+  afterAll(async () => {
+    // The database as a one-tenant service expects it: no tenant's nodes, no composite constraints.
+    await harness?.clearGraph();
+    for (const name of TENANT_CONSTRAINT_NAMES)
+      await harness?.driver.executeQuery(`DROP CONSTRAINT ${name} IF EXISTS`, {}, { database: "neo4j" });
+    await harness?.close();
+  });
 
   it("two tenants with identical ids never share a node, a count, a declared flag or a report row", async () => {
     const acme = tenantLog(11, "acme");
@@ -111,5 +119,23 @@ describe("tenants sharing one database, on real servers", () => {
     });
     expect(dead).toEqual([expect.stringMatching(/^os-agt-001 a tombstone must name its tenant/)]);
     await harness.stopProjectors();
+  });
+
+  it("a database that changes between shared and one tenant's is refused at start-up, in one line naming it", async () => {
+    // The graph the tests above left: two tenants' nodes, identical ids. Served by one tenant, the
+    // spec's unscoped MERGEs would take one tenant's nodes for another's (and §6 cannot be created).
+    const alone = harness.startProjector({ TENANTS: "acme" });
+    await expect(alone).rejects.toThrow(StartupError);
+    await expect(alone).rejects.toThrow(
+      /^Neo4j at \S+: database "neo4j" serves one tenant but holds Agent nodes of tenant "(acme|globex)", projected while several tenants shared it/,
+    );
+
+    // The other way round: a node a one-tenant service wrote has no tenant to be scoped by.
+    await harness.clearGraph();
+    await harness.driver.executeQuery("CREATE (:Agent {agent_id: 'unscoped-agent'})", {}, { database: "neo4j" });
+    const shared = harness.startProjector();
+    await expect(shared).rejects.toThrow(
+      /^Neo4j at \S+: database "neo4j" is shared by several tenants but holds Agent nodes without tenant_id/,
+    );
   });
 });

@@ -24,6 +24,8 @@ describe("topics on the cluster under test", () => {
 
   beforeAll(async () => {
     harness = await Harness.create("topics");
+    // Its service migrates the shared Neo4j: from a clean graph, as every file starts.
+    await harness.clearGraph();
     const { brokers } = await harness.admin.describeCluster();
     const { resources } = await harness.admin.describeConfigs({
       includeSynonyms: false,

@@ -47,6 +47,9 @@ describe("classify", () => {
     [{ code: "Neo.ClientError.Statement.SyntaxError" }, "fatal"],
     [{ code: "Neo.ClientError.Statement.TypeError" }, "rejected"],
     [{ code: "Neo.ClientError.Schema.ConstraintValidationFailed" }, "rejected"],
+    // §6 cannot be put in place: data that violates a new constraint, a name already taken.
+    [{ code: "Neo.DatabaseError.Schema.ConstraintCreationFailed", retriable: false }, "fatal"],
+    [{ code: "Neo.ClientError.Schema.IndexWithNameAlreadyExists" }, "fatal"],
     // What Neo4j 5.26 answers to an index key over its size limit.
     [
       {

@@ -1,9 +1,15 @@
 import neo4j, { type Driver } from "neo4j-driver";
 import pLimit from "p-limit";
 import type { Config } from "../../config.js";
-import { CONSTRAINT_NAMES, CONSTRAINTS, TENANT_CONSTRAINTS, UNSCOPED_NODE } from "../../cypher/s6-constraints.js";
+import {
+  CONSTRAINT_NAMES,
+  CONSTRAINTS,
+  SCOPED_NODE,
+  TENANT_CONSTRAINTS,
+  UNSCOPED_NODE,
+} from "../../cypher/s6-constraints.js";
 import type { Statement, StatementResult } from "../../cypher/statement.js";
-import { classify } from "../../errors.js";
+import { classify, FatalError } from "../../errors.js";
 import { backoffMs } from "../../pipeline/retry.js";
 import { type Clock, type GraphWriter, type Metrics, type Sleep, systemClock, systemSleep } from "../../ports.js";
 import { toPlain } from "./values.js";
@@ -188,7 +194,9 @@ export function createGraphWriter(
 /**
  * §6: the uniqueness constraints, created idempotently before any write, on every served database —
  * composite with the tenant on a database several tenants share. Such a database must not hold nodes
- * projected while it served one tenant (they carry no tenant): that is refused, naming the database.
+ * projected while it served one tenant (they carry no tenant), nor a database one tenant has to itself
+ * nodes projected while several shared it (they carry one): either is refused, naming the database,
+ * as a fatal error, since waiting cannot change it.
  */
 export async function migrate(
   driver: Driver,
@@ -199,7 +207,7 @@ export async function migrate(
     if (shared.has(database)) {
       const { records } = await driver.executeQuery(UNSCOPED_NODE, {}, { database });
       if (records.length > 0) {
-        throw new Error(
+        throw new FatalError(
           `database "${database}" is shared by several tenants but holds ${String(records[0]?.get("labels"))} nodes without tenant_id, projected while it served one tenant; give each tenant its own database, or clear it and rebuild`,
         );
       }
@@ -207,6 +215,13 @@ export async function migrate(
         await driver.executeQuery(`DROP CONSTRAINT ${name} IF EXISTS`, {}, { database });
       for (const constraint of TENANT_CONSTRAINTS) await driver.executeQuery(constraint, {}, { database });
     } else {
+      const { records } = await driver.executeQuery(SCOPED_NODE, {}, { database });
+      const found = records[0];
+      if (found) {
+        throw new FatalError(
+          `database "${database}" serves one tenant but holds ${String(found.get("labels"))} nodes of tenant "${String(found.get("tenant"))}", projected while several tenants shared it; serve those tenants from it again, or clear it and rebuild`,
+        );
+      }
       for (const constraint of CONSTRAINTS) await driver.executeQuery(constraint, {}, { database });
     }
     await driver.executeQuery("CALL db.awaitIndexes(300)", {}, { database });
