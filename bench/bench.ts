@@ -21,6 +21,7 @@ import { publishEvents } from "../src/adapters/kafka/event-publisher.js";
 import { createGraphWriter } from "../src/adapters/neo4j/graph-writer.js";
 import { createSchemaRegistry, registerSchemas } from "../src/adapters/registry/schema-registry.js";
 import { loadConfig } from "../src/config.js";
+import { errorMessage } from "../src/errors.js";
 import { createLogger } from "../src/logger.js";
 import { noopMetrics } from "../src/ports.js";
 import { type Stream, topicNames } from "../src/topics.js";
@@ -114,6 +115,8 @@ async function main(): Promise<void> {
       say(
         `Neo4j: a transaction has run ${Math.round(tx.elapsedMs / 1000)} s (${tx.status}, ${tx.activeLockCount ?? "?"} locks): ${tx.statement.slice(0, 100)}`,
       ),
+    onPollError: (error) =>
+      say(`Neo4j: SHOW TRANSACTIONS failed (${errorMessage(error)}); the results count failed polls`),
   });
   atExit.push(async () => {
     await longTransactions.stop();

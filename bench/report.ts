@@ -45,7 +45,7 @@ export interface ReportInput {
   readonly soakPoints: { minute: number; rssMiB: number; lag: number }[];
   readonly freshness: FreshnessResult[];
   /** Neo4j transactions seen running over 10 s during the whole run (bench/lib/long-transactions.ts). */
-  readonly longTransactions: LongTransaction[];
+  readonly longTransactions: { transactions: LongTransaction[]; polls: number; failedPolls: number };
 }
 
 export async function writeReport(input: ReportInput): Promise<void> {
@@ -83,7 +83,8 @@ export async function writeReport(input: ReportInput): Promise<void> {
       return projector ? round(projector.recordsPerSecond / peer.recordsPerSecond, 2) : null;
     }),
     peerPeakRssMiB: peerRuns.length > 0 ? Math.max(...peerRuns.map((r) => r.peakRssMiB)) : null,
-    longTransactions: longTransactions.length,
+    longTransactions: longTransactions.transactions.length,
+    longTransactionPolls: { answered: longTransactions.polls, failed: longTransactions.failedPolls },
     freshness: freshness.map((f) => ({
       rate: f.rate,
       achievedRate: f.achievedRate,
@@ -141,7 +142,7 @@ export async function writeReport(input: ReportInput): Promise<void> {
     soak,
     soakPoints,
     freshness,
-    longTransactions,
+    longTransactions: longTransactions.transactions,
   };
   const outDir = flags.out ?? path.join(ROOT, "bench/results", quick ? "tmp" : "");
   fs.mkdirSync(outDir, { recursive: true });

@@ -6,8 +6,9 @@
  * statements.
  *
  * Why in the bench: a §3.4 transaction has been seen holding its locks until the 30 s timeout, rarely
- * and not reproducibly (bench/README.md, "Left alone"); Neo4j Community has no query log, so
- * `SHOW TRANSACTIONS` polled from outside is the one way to see it while it happens.
+ * and not reproducibly (bench/README.md, "Left alone, with the next steps"); the watch found the
+ * young-graph plan instead ("Changes and what they gained", fourth round). Neo4j Community has no
+ * query log, so `SHOW TRANSACTIONS` polled from outside is the one way to see a stall as it happens.
  */
 import type { Driver } from "neo4j-driver";
 
@@ -81,8 +82,11 @@ export function toLongTransaction(row: Row, seenAt: Date): LongTransaction {
 }
 
 export interface LongTransactionWatch {
-  /** Stops polling; the transactions seen, longest first. */
-  stop(): Promise<LongTransaction[]>;
+  /**
+   * Stops polling; the transactions seen, longest first, and how many polls were answered and how many
+   * failed, so that "none seen" is never read from a watch that could not look.
+   */
+  stop(): Promise<{ transactions: LongTransaction[]; polls: number; failedPolls: number }>;
 }
 
 /**
@@ -103,11 +107,13 @@ export function watchLongTransactions(
   const intervalMs = options.intervalMs ?? 2_000;
   const seen = new Map<string, LongTransaction>();
   let stopped = false;
+  let polls = 0;
   let pollErrors = 0;
   let polling: Promise<void> | undefined;
   const poll = async () => {
     try {
       const result = await driver.executeQuery(SHOW_LONG_TRANSACTIONS, { thresholdMs }, { database: "system" });
+      polls++;
       const now = new Date();
       for (const record of result.records) {
         const tx = toLongTransaction(record.toObject() as Row, now);
@@ -134,7 +140,11 @@ export function watchLongTransactions(
       stopped = true;
       clearInterval(timer);
       await polling;
-      return [...seen.values()].sort((a, b) => b.elapsedMs - a.elapsedMs);
+      return {
+        transactions: [...seen.values()].sort((a, b) => b.elapsedMs - a.elapsedMs),
+        polls,
+        failedPolls: pollErrors,
+      };
     },
   };
 }
