@@ -1,4 +1,4 @@
-import { scopedKey } from "./tenant.js";
+import { keyIndex, scopedKey } from "./tenant.js";
 
 /**
  * Wipe before a rebuild (§7: wiping the registry projection and rebuilding it from the Agent Registry
@@ -31,6 +31,7 @@ CALL (r) { SET r.declared = false } IN TRANSACTIONS OF 10000 ROWS
 export const wipeAgentRegistryState = (scoped: boolean): string => `
 UNWIND $agent_ids AS agent_id
 MATCH (a:Agent {${scopedKey(scoped, "$tenant_id")}agent_id: agent_id})
+${keyIndex(scoped, "a", "Agent", "agent_id")}
 SET a.name             = null,
     a.family           = null,
     a.owner            = null,

@@ -1,4 +1,4 @@
-import { scopedKey } from "./tenant.js";
+import { keyIndex, scopedKey } from "./tenant.js";
 
 /** True when this snapshot is the most recent edit to name node `n`: later occurred_at, or a tie won by agent_id. */
 const NEWEST_EDIT = (n: string) =>
@@ -30,7 +30,7 @@ const NEWEST_EDIT = (n: string) =>
  * the agent's version is).
  *
  * Tenant scoping: on a database several tenants share, each `${scopedKey(…)}` opens a node key with
- * tenant_id (cypher/tenant.ts); with one tenant per database the statement is the spec's text.
+ * tenant_id (cypher/tenant.ts); with one tenant per database the statement is the spec's text, plus the index hints (keyIndex).
  */
 export const registryProjection = (scoped: boolean): string => `
 UNWIND $rows AS row
@@ -104,6 +104,7 @@ RETURN row.i AS i
 export const registryTombstone = (scoped: boolean): string => `
 UNWIND $rows AS row
 MATCH (a:Agent {${scopedKey(scoped, "row.tenant_id")}agent_id: row.agent_id})
+${keyIndex(scoped, "a", "Agent", "agent_id")}
 WHERE a.registry_version IS NOT NULL
 SET a._LOCK_ = true
 REMOVE a._LOCK_

@@ -1,4 +1,4 @@
-import { scopedKey } from "./tenant.js";
+import { keyIndex, scopedKey } from "./tenant.js";
 
 /**
  * §3.2 Escalation topology — declared half of CAN_ESCALATE_TO.
@@ -12,11 +12,12 @@ import { scopedKey } from "./tenant.js";
  * Never touches observed_count beyond initialising it on a new edge.
  *
  * Tenant scoping: on a database several tenants share, each `${scopedKey(…)}` opens a node key with
- * tenant_id (cypher/tenant.ts); with one tenant per database the statement is the spec's text.
+ * tenant_id (cypher/tenant.ts); with one tenant per database the statement is the spec's text, plus the index hints (keyIndex).
  */
 export const escalationDeclared = (scoped: boolean): string => `
 UNWIND $rows AS row
 MATCH (a:Agent {${scopedKey(scoped, "row.tenant_id")}agent_id: row.agent_id})
+${keyIndex(scoped, "a", "Agent", "agent_id")}
 WHERE a.registry_version = toInteger(row.registry_version) AND a.registry_deleted IS NULL
 WITH a, row, coalesce(row.escalation_path, []) AS escalation_path
 CALL (a, escalation_path) {

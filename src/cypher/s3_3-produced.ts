@@ -1,4 +1,4 @@
-import { scopedKey } from "./tenant.js";
+import { keyIndex, scopedKey } from "./tenant.js";
 
 /**
  * The Outcome node (owned by the Outcome Spec; projected here from `outcome-created`) and §3.3 PRODUCED,
@@ -7,7 +7,7 @@ import { scopedKey } from "./tenant.js";
  * with a corrected status or agent is followed.
  *
  * Tenant scoping: on a database several tenants share, each `${scopedKey(…)}` opens a node key with
- * tenant_id (cypher/tenant.ts); with one tenant per database the statement is the spec's text.
+ * tenant_id (cypher/tenant.ts); with one tenant per database the statement is the spec's text, plus the index hints (keyIndex).
  */
 export const outcomeProjection = (scoped: boolean): string => `
 UNWIND $rows AS row
@@ -59,6 +59,7 @@ RETURN row.i AS i, o.agent_id = row.agent_id AS current
 export const produced = (scoped: boolean): string => `
 UNWIND $rows AS row
 MATCH (o:Outcome {${scopedKey(scoped, "row.tenant_id")}outcome_id: row.outcome_id})
+${keyIndex(scoped, "o", "Outcome", "outcome_id")}
 CALL (o) {
   MATCH (o)<-[previous:PRODUCED]-(other)
   WHERE other.agent_id <> o.agent_id
@@ -66,6 +67,7 @@ CALL (o) {
 }
 WITH row, o
 MATCH (a:Agent {${scopedKey(scoped, "o.tenant_id")}agent_id: o.agent_id})
+${keyIndex(scoped, "a", "Agent", "agent_id")}
 WITH row, a, o, a IN [(o)<-[:PRODUCED]-(producer) | producer] AS existed
 MERGE (a)-[:PRODUCED]->(o)
 RETURN row.i AS i, existed

@@ -1,4 +1,4 @@
-import { scopedKey } from "./tenant.js";
+import { keyIndex, scopedKey } from "./tenant.js";
 
 /**
  * The outcome-to-outcome ESCALATED_TO relationship (the Outcome Spec's `escalated-to`), batched.
@@ -7,12 +7,14 @@ import { scopedKey } from "./tenant.js";
  * `observed_at` keeps the earliest observation so that arrival order does not change the graph.
  *
  * Tenant scoping: on a database several tenants share, each `${scopedKey(…)}` opens a node key with
- * tenant_id (cypher/tenant.ts); with one tenant per database the statement is the spec's text.
+ * tenant_id (cypher/tenant.ts); with one tenant per database the statement is the spec's text, plus the index hints (keyIndex).
  */
 export const escalatedTo = (scoped: boolean): string => `
 UNWIND $rows AS row
 MATCH (source:Outcome {${scopedKey(scoped, "row.tenant_id")}outcome_id: row.source_outcome_id})
+${keyIndex(scoped, "source", "Outcome", "outcome_id")}
 MATCH (target:Outcome {${scopedKey(scoped, "row.tenant_id")}outcome_id: row.target_outcome_id})
+${keyIndex(scoped, "target", "Outcome", "outcome_id")}
 WITH row, source, target, datetime({epochMillis: toInteger(row.first_observed_at)}) AS first_seen
 MERGE (source)-[e:ESCALATED_TO]->(target)
 SET e.observed_at = CASE WHEN e.observed_at IS NULL OR first_seen < e.observed_at THEN first_seen ELSE e.observed_at END
@@ -36,7 +38,9 @@ RETURN row.i AS i, from IS NOT NULL AND to IS NOT NULL AS produced, from = to AS
 export const escalationObserved = (scoped: boolean): string => `
 UNWIND $rows AS row
 MATCH (source:Outcome {${scopedKey(scoped, "row.tenant_id")}outcome_id: row.source_outcome_id})<-[:PRODUCED]-(from:Agent)
+${keyIndex(scoped, "source", "Outcome", "outcome_id")}
 MATCH (target:Outcome {${scopedKey(scoped, "row.tenant_id")}outcome_id: row.target_outcome_id})<-[:PRODUCED]-(to:Agent)
+${keyIndex(scoped, "target", "Outcome", "outcome_id")}
 WHERE from <> to
 WITH row, source, target, from, to,
      datetime({epochMillis: toInteger(row.first_observed_at)}) AS first_seen,

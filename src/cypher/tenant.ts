@@ -10,3 +10,15 @@
 export function scopedKey(scoped: boolean, expr: string): string {
   return scoped ? `tenant_id: ${expr}, ` : "";
 }
+
+/**
+ * `USING INDEX SEEK` on the §6 index behind a key MATCH (composite with the tenant where scoped). Neo4j
+ * plans from its index samples, and the sample taken when §6 created the index on an empty graph says
+ * every seek finds nothing until the background resample. A plan compiled in that window costs every
+ * choice at zero rows and may pick a scan of the whole index once per row instead of a seek — seen
+ * for §3.4's target outcome (test/int/query-plans.int.spec.ts), which turns a batch into minutes
+ * holding its locks — and stays cached until Neo4j replans. The hint leaves the seek as the only plan.
+ */
+export function keyIndex(scoped: boolean, variable: string, label: string, property: string): string {
+  return `USING INDEX SEEK ${variable}:${label}(${scoped ? "tenant_id, " : ""}${property})`;
+}
