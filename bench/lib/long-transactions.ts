@@ -108,7 +108,7 @@ export function watchLongTransactions(
   const seen = new Map<string, LongTransaction>();
   let stopped = false;
   let polls = 0;
-  let pollErrors = 0;
+  let failedPolls = 0;
   let polling: Promise<void> | undefined;
   const poll = async () => {
     try {
@@ -124,7 +124,7 @@ export function watchLongTransactions(
       }
     } catch (error) {
       // Neo4j busy or restarting: the next poll tries again.
-      if (pollErrors++ === 0) options.onPollError?.(error);
+      if (failedPolls++ === 0) options.onPollError?.(error);
     }
   };
   // One poll at a time: a slow answer skips ticks rather than queueing them.
@@ -143,7 +143,7 @@ export function watchLongTransactions(
       return {
         transactions: [...seen.values()].sort((a, b) => b.elapsedMs - a.elapsedMs),
         polls,
-        failedPolls: pollErrors,
+        failedPolls,
       };
     },
   };

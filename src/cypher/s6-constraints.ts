@@ -36,20 +36,14 @@ export const TENANT_CONSTRAINT_NAMES: readonly string[] = [
   "outcome_tenant_outcome_id",
 ];
 
-/** A projected node without a tenant: in a shared database it was written while one tenant was served. */
-export const UNSCOPED_NODE = `
-MATCH (n)
-WHERE (n:Agent OR n:Tool OR n:Workflow OR n:Outcome) AND n.tenant_id IS NULL
-RETURN labels(n) AS labels LIMIT 1
-`;
-
 /**
- * A projected node with a tenant: in a database one tenant has to itself it was written while several
- * shared it. The single-property constraints and the spec's unscoped statements would merge that
- * tenant's nodes with another's.
+ * A projected node whose scope does not fit the database: with `$shared`, one without a tenant (written
+ * while one tenant was served); without, one with a tenant (written while several shared it, and the
+ * single-property constraints and the spec's unscoped statements would merge it with another
+ * tenant's).
  */
-export const SCOPED_NODE = `
+export const MISSCOPED_NODE = `
 MATCH (n)
-WHERE (n:Agent OR n:Tool OR n:Workflow OR n:Outcome) AND n.tenant_id IS NOT NULL
+WHERE (n:Agent OR n:Tool OR n:Workflow OR n:Outcome) AND (n.tenant_id IS NULL) = $shared
 RETURN labels(n) AS labels, n.tenant_id AS tenant LIMIT 1
 `;

@@ -1,13 +1,7 @@
 import neo4j, { type Driver } from "neo4j-driver";
 import pLimit from "p-limit";
 import type { Config } from "../../config.js";
-import {
-  CONSTRAINT_NAMES,
-  CONSTRAINTS,
-  SCOPED_NODE,
-  TENANT_CONSTRAINTS,
-  UNSCOPED_NODE,
-} from "../../cypher/s6-constraints.js";
+import { CONSTRAINT_NAMES, CONSTRAINTS, MISSCOPED_NODE, TENANT_CONSTRAINTS } from "../../cypher/s6-constraints.js";
 import type { Statement, StatementResult } from "../../cypher/statement.js";
 import { classify, FatalError } from "../../errors.js";
 import { backoffMs } from "../../pipeline/retry.js";
@@ -204,24 +198,21 @@ export async function migrate(
   shared: ReadonlySet<string> = new Set(),
 ): Promise<void> {
   for (const database of new Set(databases)) {
-    if (shared.has(database)) {
-      const { records } = await driver.executeQuery(UNSCOPED_NODE, {}, { database });
-      if (records.length > 0) {
-        throw new FatalError(
-          `database "${database}" is shared by several tenants but holds ${String(records[0]?.get("labels"))} nodes without tenant_id, projected while it served one tenant; give each tenant its own database, or clear it and rebuild`,
-        );
-      }
+    const isShared = shared.has(database);
+    const found = (await driver.executeQuery(MISSCOPED_NODE, { shared: isShared }, { database })).records[0];
+    if (found) {
+      const labels = String(found.get("labels"));
+      throw new FatalError(
+        isShared
+          ? `database "${database}" is shared by several tenants but holds ${labels} nodes without tenant_id, projected while it served one tenant; give each tenant its own database, or clear it and rebuild`
+          : `database "${database}" serves one tenant but holds ${labels} nodes of tenant "${String(found.get("tenant"))}", projected while several tenants shared it; serve those tenants from it again, or clear it and rebuild`,
+      );
+    }
+    if (isShared) {
       for (const name of CONSTRAINT_NAMES)
         await driver.executeQuery(`DROP CONSTRAINT ${name} IF EXISTS`, {}, { database });
       for (const constraint of TENANT_CONSTRAINTS) await driver.executeQuery(constraint, {}, { database });
     } else {
-      const { records } = await driver.executeQuery(SCOPED_NODE, {}, { database });
-      const found = records[0];
-      if (found) {
-        throw new FatalError(
-          `database "${database}" serves one tenant but holds ${String(found.get("labels"))} nodes of tenant "${String(found.get("tenant"))}", projected while several tenants shared it; serve those tenants from it again, or clear it and rebuild`,
-        );
-      }
       for (const constraint of CONSTRAINTS) await driver.executeQuery(constraint, {}, { database });
     }
     await driver.executeQuery("CALL db.awaitIndexes(300)", {}, { database });
