@@ -31,10 +31,10 @@ import { errorMessage } from "./errors.js";
 import type { AppLogger } from "./logger.js";
 import { validationRules } from "./model/validate.js";
 import { type BatchDeps, processBatch } from "./pipeline/process-batch.js";
-import { type Clock, systemClock } from "./ports.js";
+import { type Clock, systemClock, systemSleep } from "./ports.js";
 import { reconcileRegistry } from "./reconcile/reconcile.js";
 import { scheduleReconciliation } from "./reconcile/schedule.js";
-import { StartupError, untilDeadline } from "./startup.js";
+import { StartupError, StartupStopped, untilDeadline } from "./startup.js";
 import { consumedTopics, roleOfTopic, STREAMS, type Stream, topicNames } from "./topics.js";
 import { SERVICE_VERSION } from "./version.js";
 
@@ -61,15 +61,16 @@ export async function startService(
   config: Config,
   logger: AppLogger,
   clock: Clock = systemClock,
+  stopStartup?: AbortSignal,
 ): Promise<RunningService> {
   // What start-up has opened so far, closed in reverse order if a later step fails, so that a failed
   // start leaves nothing behind that keeps the process alive.
   const opened: (() => Promise<unknown>)[] = [];
   try {
-    return await startOrFail(config, logger, clock, opened);
+    return await startOrFail(config, logger, clock, opened, stopStartup);
   } catch (error) {
     for (const close of opened.reverse()) await close().catch(() => {});
-    if (error instanceof StartupError) throw error;
+    if (error instanceof StartupError || error instanceof StartupStopped) throw error;
     throw new StartupError(errorMessage(error), { cause: error });
   }
 }
@@ -79,8 +80,12 @@ async function startOrFail(
   logger: AppLogger,
   clock: Clock,
   opened: (() => Promise<unknown>)[],
+  stopStartup: AbortSignal | undefined,
 ): Promise<RunningService> {
   const deadlineAt = clock.now() + config.startupTimeoutMs;
+  /** One start-up step, tried until the deadline (startup.ts); a stop request ends it at once. */
+  const step = <T>(what: string, attempt: () => Promise<T>): Promise<T> =>
+    untilDeadline(what, deadlineAt, attempt, clock, systemSleep, stopStartup);
   const metrics = createPrometheusMetrics({ version: SERVICE_VERSION, retryMaxAgeMs: config.retry.maxAgeMs });
   const names = topicNames(config.topics);
   const databases = new Map(config.tenants.map((route) => [route.tenantId, route.database]));
@@ -111,26 +116,15 @@ async function startOrFail(
   const graph = createGraphWriter(driver, metrics, config.neo4j.txTimeoutMs, config.neo4j.maxConcurrentWrites, {
     clock,
   });
-  await untilDeadline(
-    `Neo4j at ${config.neo4j.uri}`,
-    deadlineAt,
-    () => migrate(driver, databases.values(), sharedDatabases(config.tenants)),
-    clock,
+  await step(`Neo4j at ${config.neo4j.uri}`, () =>
+    migrate(driver, databases.values(), sharedDatabases(config.tenants)),
   );
   logger.info({ databases: [...new Set(databases.values())] }, "constraints in place");
 
-  await untilDeadline(
-    `schema registry at ${config.registry.url}`,
-    deadlineAt,
-    () => checkRegistry(config.registry),
-    clock,
-  );
+  await step(`schema registry at ${config.registry.url}`, () => checkRegistry(config.registry));
   if (config.registerSchemas) {
-    const ids = await untilDeadline(
-      "registering the reader schemas (REGISTER_SCHEMAS)",
-      deadlineAt,
-      () => registerSchemas(config.registry, names.source),
-      clock,
+    const ids = await step("registering the reader schemas (REGISTER_SCHEMAS)", () =>
+      registerSchemas(config.registry, names.source),
     );
     logger.info({ schemaIds: ids }, "reader schemas registered");
   }
@@ -141,19 +135,14 @@ async function startOrFail(
   const admin = kafka.admin();
   opened.push(() => admin.disconnect());
   const brokers = `Kafka at ${config.kafka.brokers.join(",")}`;
-  await untilDeadline(
-    brokers,
-    deadlineAt,
-    async () => {
-      await admin.connect();
-      // Confirming that a topic is missing may take 5 s, or half of what start-up has left.
-      await requireSourceTopics(admin, names, Math.min(5_000, (deadlineAt - clock.now()) / 2));
-    },
-    clock,
-  );
+  await step(brokers, async () => {
+    await admin.connect();
+    // Confirming that a topic is missing may take 5 s, or half of what start-up has left.
+    await requireSourceTopics(admin, names, Math.min(5_000, (deadlineAt - clock.now()) / 2));
+  });
   // Retry and dead-letter topics are as durable as their source: same replication factor and
   // min.insync.replicas (the records in them are past the source offsets we commit).
-  const replication = await untilDeadline(brokers, deadlineAt, () => sourceReplication(admin, names, STREAMS), clock);
+  const replication = await step(brokers, () => sourceReplication(admin, names, STREAMS));
   const ownTopics = topicSpecs(
     names,
     {
@@ -163,26 +152,18 @@ async function startOrFail(
     },
     replication,
   ).filter((spec) => roleOfTopic(names, spec.topic)?.role !== "source");
-  const created = await untilDeadline(brokers, deadlineAt, () => ensureTopics(admin, ownTopics), clock);
+  const created = await step(brokers, () => ensureTopics(admin, ownTopics));
   if (created.length > 0) logger.info({ topics: created }, "created retry and dead-letter topics");
   // The largest record batch the retry and dead-letter topics accept; the sink splits its sends below it.
   // A broker may not yet host a topic created a moment ago (UNKNOWN_TOPIC_OR_PARTITION): ask again.
-  const ownLimits = await untilDeadline(
-    brokers,
-    deadlineAt,
-    () =>
-      topicConfigNumbers(
-        admin,
-        [...Object.values(names.retry), ...Object.values(names.deadLetter)],
-        "max.message.bytes",
-      ),
-    clock,
+  const ownLimits = await step(brokers, () =>
+    topicConfigNumbers(admin, [...Object.values(names.retry), ...Object.values(names.deadLetter)], "max.message.bytes"),
   );
   const maxMessageBytes = Math.min(...ownLimits.values());
 
   const producer = createProducer(kafka);
   opened.push(() => producer.disconnect());
-  await untilDeadline(brokers, deadlineAt, () => producer.connect(), clock);
+  await step(brokers, () => producer.connect());
   const sink = createRecordSink(
     producer,
     names,
@@ -279,9 +260,9 @@ async function startOrFail(
   health.start(READY_CHECK_MS);
   opened.push(async () => health.stop());
 
-  await untilDeadline(brokers, deadlineAt, () => hold.start(), clock);
+  await step(brokers, () => hold.start());
   opened.push(() => consumer.stop());
-  await untilDeadline(`${brokers} (joining group ${config.kafka.group})`, deadlineAt, () => consumer.start(), clock);
+  await step(`${brokers} (joining group ${config.kafka.group})`, () => consumer.start());
   logger.info(
     { group: config.kafka.group, topics: lagTopics, metricsPort, version: SERVICE_VERSION },
     "projector running",

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Clock, Sleep } from "../../src/ports.js";
-import { StartupError, untilDeadline } from "../../src/startup.js";
+import { StartupError, StartupStopped, untilDeadline } from "../../src/startup.js";
 
 /** Time that passes only when start-up waits. */
 function fakeTime(): { clock: Clock; sleep: Sleep; slept: number[] } {
@@ -58,5 +58,40 @@ describe("untilDeadline", () => {
     await expect(started).rejects.toThrow(
       "Kafka at k:9092: not reachable within 0 s (STARTUP_TIMEOUT_MS): no answer before the start-up deadline",
     );
+  });
+
+  it("a stop request ends an attempt that has no answer yet at once, and is not a failure", async () => {
+    const time = fakeTime();
+    const stop = new AbortController();
+    const started = untilDeadline(
+      "Kafka at k:9092",
+      60_000,
+      () => new Promise<never>(() => {}),
+      time.clock,
+      time.sleep,
+      stop.signal,
+    );
+    stop.abort("SIGTERM");
+    await expect(started).rejects.toThrow(StartupStopped);
+  });
+
+  it("a stop request during the pause between attempts ends it before the next attempt", async () => {
+    const stop = new AbortController();
+    let attempts = 0;
+    const started = untilDeadline(
+      "Neo4j at bolt://db:7687",
+      Date.now() + 60_000,
+      () => {
+        attempts += 1;
+        return Promise.reject(new Error("connection refused"));
+      },
+      { now: () => Date.now() },
+      () => new Promise<void>(() => {}),
+      stop.signal,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    stop.abort("SIGTERM");
+    await expect(started).rejects.toThrow(StartupStopped);
+    expect(attempts).toBe(1);
   });
 });

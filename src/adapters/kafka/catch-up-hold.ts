@@ -90,7 +90,8 @@ export function createCatchUpHold(
         const released = [...held].filter((stream) => !next.has(stream));
         if ([...next].join() !== [...held].join()) logger.info({ held: [...next] }, "catch-up hold changed");
         held = next;
-        if (released.length > 0) lifted(released);
+        // A check that was in flight when the hold stopped must not resume a consumer that has left.
+        if (released.length > 0 && !stopping.signal.aborted) lifted(released);
       } while (again);
     })().finally(() => {
       inFlight = undefined;

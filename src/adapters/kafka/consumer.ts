@@ -98,6 +98,9 @@ export function createProjectorConsumer(
     retry: { retries: 10 },
   });
   let joined = false;
+  // Set by stop(): from then on nothing resumes or pauses a partition (kafkajs throws "Consumer group
+  // was not initialized" at a consumer that has left), whatever timer or hold release fires late.
+  let stopping = false;
   let progressAt = deps.clock.now();
   let currentAssignment = new Map<string, number[]>();
   const failures = new Map<string, number>();
@@ -132,7 +135,7 @@ export function createProjectorConsumer(
   ) => {
     const resumeAndReport = () => {
       deps.metrics.setPaused(topic, partition, undefined);
-      resume();
+      if (!stopping) resume();
     };
     const timer = setTimeout(() => {
       timers.delete(timer);
@@ -169,6 +172,7 @@ export function createProjectorConsumer(
 
   /** Pauses, before the first fetch after a join, the partitions of streams the catch-up holds back. */
   const holdOnJoin = (assignment: Record<string, number[]>) => {
+    if (stopping) return;
     for (const { topic, partitions, stream } of heldOnJoin(assignment, (topic) => roleOfTopic(names, topic), isHeld)) {
       consumer.pause([{ topic, partitions: [...partitions] }]);
       for (const partition of partitions) {
@@ -317,8 +321,10 @@ export function createProjectorConsumer(
       });
     },
     async stop() {
+      stopping = true;
       for (const timer of timers) clearTimeout(timer);
       timers.clear();
+      heldPauses.clear();
       await consumer.disconnect();
       joined = false;
     },
@@ -332,6 +338,7 @@ export function createProjectorConsumer(
       return lag;
     },
     releaseHeld(streams) {
+      if (stopping) return;
       const lifted = new Set(streams);
       for (const [timer, { stream, resume }] of heldPauses) {
         if (!lifted.has(stream)) continue;
