@@ -81,6 +81,10 @@ const envSchema = z.object({
   // Unset: the cluster's default.replication.factor and min.insync.replicas (see replicationFor).
   TOPIC_REPLICATION_FACTOR: z.coerce.number().int().min(1).max(10).optional(),
   REGISTER_SCHEMAS: bool(false),
+  // Off: a principal without DDL or topic-creation rights runs the service; start-up then only checks
+  // that the constraints (`migrate`) and the retry and dead-letter topics (`topics`) exist.
+  MIGRATE_ON_START: bool(true),
+  CREATE_TOPICS_ON_START: bool(true),
   STARTUP_TIMEOUT_MS: int(60_000, 1_000, 3_600_000),
   SCHEMA_MISS_TTL_MS: int(60_000, 0, 86_400_000),
   METRICS_PORT: int(9464, 0, 65535),
@@ -178,6 +182,8 @@ const configSchema = envSchema.transform((env) => ({
     replicationFactor: env.TOPIC_REPLICATION_FACTOR,
   },
   registerSchemas: env.REGISTER_SCHEMAS,
+  migrateOnStart: env.MIGRATE_ON_START,
+  createTopicsOnStart: env.CREATE_TOPICS_ON_START,
   startupTimeoutMs: env.STARTUP_TIMEOUT_MS,
   tenants: env.TENANTS.map((entry): TenantRoute => {
     const [tenantId = "", database] = entry.split("=").map((part) => part.trim());

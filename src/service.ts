@@ -4,6 +4,7 @@ import { createHealth } from "./adapters/http/health.js";
 import { type HealthChecks, startHttpServer } from "./adapters/http/server.js";
 import {
   ensureTopics,
+  requireOwnTopics,
   requireSourceTopics,
   sourceReplication,
   topicConfigNumbers,
@@ -18,7 +19,7 @@ import { createRecordSink } from "./adapters/kafka/record-sink.js";
 import { createUpstreamProgress } from "./adapters/kafka/upstream-progress.js";
 import { createLagGauges } from "./adapters/metrics/lag-gauges.js";
 import { createPrometheusMetrics, type PrometheusMetrics } from "./adapters/metrics/prometheus.js";
-import { createDriver, createGraphWriter, migrate } from "./adapters/neo4j/graph-writer.js";
+import { createDriver, createGraphWriter, migrate, verifyMigrated } from "./adapters/neo4j/graph-writer.js";
 import {
   checkRegistry,
   createAvroDecoder,
@@ -117,7 +118,7 @@ async function startOrFail(
     clock,
   });
   await step(`Neo4j at ${config.neo4j.uri}`, () =>
-    migrate(driver, databases.values(), sharedDatabases(config.tenants)),
+    (config.migrateOnStart ? migrate : verifyMigrated)(driver, databases.values(), sharedDatabases(config.tenants)),
   );
   logger.info({ databases: [...new Set(databases.values())] }, "constraints in place");
 
@@ -143,17 +144,21 @@ async function startOrFail(
   // Retry and dead-letter topics are as durable as their source: same replication factor and
   // min.insync.replicas (the records in them are past the source offsets we commit).
   const replication = await step(brokers, () => sourceReplication(admin, names, STREAMS));
-  const ownTopics = topicSpecs(
-    names,
-    {
-      partitions: config.topics.partitions,
-      replicationFactor: config.topics.replicationFactor ?? 1,
-      retryMaxAgeMs: config.retry.maxAgeMs,
-    },
-    replication,
-  ).filter((spec) => roleOfTopic(names, spec.topic)?.role !== "source");
-  const created = await step(brokers, () => ensureTopics(admin, ownTopics));
-  if (created.length > 0) logger.info({ topics: created }, "created retry and dead-letter topics");
+  if (config.createTopicsOnStart) {
+    const ownTopics = topicSpecs(
+      names,
+      {
+        partitions: config.topics.partitions,
+        replicationFactor: config.topics.replicationFactor ?? 1,
+        retryMaxAgeMs: config.retry.maxAgeMs,
+      },
+      replication,
+    ).filter((spec) => roleOfTopic(names, spec.topic)?.role !== "source");
+    const created = await step(brokers, () => ensureTopics(admin, ownTopics));
+    if (created.length > 0) logger.info({ topics: created }, "created retry and dead-letter topics");
+  } else {
+    await step(brokers, () => requireOwnTopics(admin, names, Math.min(5_000, (deadlineAt - clock.now()) / 2)));
+  }
   // The largest record batch the retry and dead-letter topics accept; the sink splits its sends below it.
   // A broker may not yet host a topic created a moment ago (UNKNOWN_TOPIC_OR_PARTITION): ask again.
   const ownLimits = await step(brokers, () =>

@@ -1,4 +1,5 @@
 import { type Command, Option } from "commander";
+import { requiredAcls } from "../acls.js";
 import { ensureTopics, replicationFor, sourceReplication, topicSpecs } from "../adapters/kafka/admin.js";
 import { createKafka } from "../adapters/kafka/client.js";
 import { createDriver, migrate } from "../adapters/neo4j/graph-writer.js";
@@ -80,6 +81,39 @@ export function registerSetup(program: Command): void {
         } finally {
           await admin.disconnect();
         }
+      }),
+    );
+
+  program
+    .command("acls")
+    .description(
+      "list the Kafka ACLs that `run` needs with this configuration (least privilege); --principal prints kafka-acls commands",
+    )
+    .option(
+      "--principal <principal>",
+      'print kafka-acls.sh commands granting them to this principal, e.g. "User:projector"',
+    )
+    .option("--json", "print JSON")
+    .action(
+      action(async (options: { principal?: string; json?: boolean }) => {
+        const { config } = cliContext();
+        const acls = requiredAcls(topicNames(config.topics), config.kafka.group, {
+          createTopics: config.createTopicsOnStart,
+          reconcile: config.reconcileIntervalMs > 0,
+        });
+        if (options.principal) {
+          const principal = options.principal;
+          for (const acl of acls)
+            for (const operation of acl.operations)
+              process.stdout.write(
+                `kafka-acls.sh --bootstrap-server ${config.kafka.brokers[0]} --add --allow-principal '${principal}' --operation ${operation} --${acl.resource} '${acl.name}' --resource-pattern-type ${acl.pattern}\n`,
+              );
+          return;
+        }
+        printRows(
+          acls.map((acl) => ({ ...acl, operations: acl.operations.join(", ") })),
+          { json: options.json === true },
+        );
       }),
     );
 

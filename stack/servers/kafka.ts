@@ -104,8 +104,9 @@ function kafkaSecured(cfg: StackConfig): boolean {
 
 /**
  * Secured mode: one more listener, SASL_SSL with SCRAM-SHA-512 and the stack's server certificate, for
- * clients; brokers, the controller and the plain listener stay as they are. The SCRAM user is created
- * once the broker answers (see ensureScramUser).
+ * clients, and KRaft's StandardAuthorizer, so that the SCRAM user holds only the ACLs granted to it;
+ * brokers, the controller and the plain listener stay as they are (anonymous, a super user). The SCRAM
+ * user is created once the broker answers (see ensureScramUser).
  */
 function withSecureListener(props: string, cfg: StackConfig): string {
   if (!kafkaSecured(cfg)) return props;
@@ -115,7 +116,12 @@ function withSecureListener(props: string, cfg: StackConfig): string {
     .replace(/^listeners=(.*)$/m, `listeners=$1,${listener}`)
     .replace(/^advertised\.listeners=(.*)$/m, `advertised.listeners=$1,${listener}`)
     .replace(/^listener\.security\.protocol\.map=(.*)$/m, "listener.security.protocol.map=$1,SASL_SSL:SASL_SSL")}
-# Secured mode (STACK_SECURE=1): SASL_SSL for clients, SCRAM-SHA-512 only.
+# Secured mode (STACK_SECURE=1): SASL_SSL for clients, SCRAM-SHA-512 only. ACLs are enforced: the
+# plain listeners' anonymous principal (brokers, the controller, the test harness as the producers'
+# and operator's stand-in) is a super user; the SCRAM user may do only what ACLs grant it.
+authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+super.users=User:ANONYMOUS
+allow.everyone.if.no.acl.found=false
 sasl.enabled.mechanisms=SCRAM-SHA-512
 listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
 listener.name.sasl_ssl.ssl.keystore.type=PKCS12

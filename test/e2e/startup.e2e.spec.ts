@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import { createServer, type Server } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { TENANT_CONSTRAINT_NAMES } from "../../src/cypher/s6-constraints.js";
 import { Harness, testEnv } from "../support/harness.js";
 
 /** Short enough that the suite stays quick, long enough for a real server to answer. */
@@ -17,6 +18,7 @@ describe("a start-up failure ends the process with one line naming the cause", (
   let taken: Server;
   let takenPort = 0;
   let refusedTopic = "";
+  let bareSources: Record<string, string> = {};
 
   const run = (env: Record<string, string>) =>
     new Promise<{ code: number | null; stderr: string; ms: number }>((resolve) => {
@@ -54,6 +56,25 @@ describe("a start-up failure ends the process with one line naming the cause", (
       schema: JSON.stringify({ type: "record", name: "Other", fields: [{ name: "x", type: "int" }] }),
     });
     await post(`/config/${subject}`, "PUT", { compatibility: "BACKWARD" });
+
+    // Source topics without their retry and dead-letter topics, for a service that may not create them.
+    const bare = testEnv("bare");
+    bareSources = {
+      TOPIC_REGISTRY_MUTATION: bare.TOPIC_REGISTRY_MUTATION as string,
+      TOPIC_OUTCOME_CREATED: bare.TOPIC_OUTCOME_CREATED as string,
+      TOPIC_ESCALATION_EDGE: bare.TOPIC_ESCALATION_EDGE as string,
+    };
+    await harness.admin.createTopics({
+      topics: Object.values(bareSources).map((topic) => ({ topic, numPartitions: 1 })),
+    });
+    // A database several tenants share needs the composite constraints, which `migrate` creates:
+    // without them, a service that may not migrate must refuse to start.
+    for (const name of TENANT_CONSTRAINT_NAMES)
+      await harness.driver.executeQuery(
+        `DROP CONSTRAINT ${name} IF EXISTS`,
+        {},
+        { database: harness.config.neo4j.database },
+      );
   });
   afterAll(async () => {
     taken?.close();
@@ -97,6 +118,16 @@ describe("a start-up failure ends the process with one line naming the cause", (
       cause: "a refused schema registration",
       env: () => ({ REGISTER_SCHEMAS: "true", TOPIC_OUTCOME_CREATED: refusedTopic }),
       line: /registering the reader schemas \(REGISTER_SCHEMAS\): registering our outcome-created schema under subject .* \(compatibility BACKWARD\) was refused: HTTP 409/,
+    },
+    {
+      cause: "migrations off, constraints missing",
+      env: () => ({ MIGRATE_ON_START: "false", TENANTS: "a=neo4j,b=neo4j" }),
+      line: /Neo4j at .*: database "neo4j" lacks the §6 constraint\(s\) agent_tenant_agent_id, .* \(MIGRATE_ON_START=false\); run "agent-graph-projector migrate"/,
+    },
+    {
+      cause: "topic creation off, retry and dead-letter topics missing",
+      env: () => ({ CREATE_TOPICS_ON_START: "false", ...bareSources }),
+      line: /retry and dead-letter topic\(s\) .*registry-mutation\.retry.* do not exist \(CREATE_TOPICS_ON_START=false\); create them with "agent-graph-projector topics"/,
     },
     {
       cause: "the metrics port already taken",

@@ -2,7 +2,10 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { AclOperationTypes, AclPermissionTypes, AclResourceTypes, ResourcePatternTypes } from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { requiredAcls } from "../../src/acls.js";
+import { migrate } from "../../src/adapters/neo4j/graph-writer.js";
 import { loadConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import { diffGraphs } from "../../src/model/graph.js";
@@ -26,6 +29,9 @@ const localSecureStack =
  * Bolt with TLS, the registry over HTTPS, each trusting only the stack's own CA. Topics are created
  * and events published by the harness over the plain listener, as a producer on another network would.
  * A wrong password or a certificate from another CA stops the start-up with an error naming the cause.
+ * Kafka enforces ACLs there: the projector's SCRAM user holds exactly what `requiredAcls` lists (the
+ * README's table), granted by the harness as an operator would, and runs with migrations and topic
+ * creation off, as a least-privilege deployment does.
  */
 describe.skipIf(!localSecureStack)("the projector against the secured stack", () => {
   let harness: Harness;
@@ -34,9 +40,13 @@ describe.skipIf(!localSecureStack)("the projector against the secured stack", ()
   let dir: string;
 
   beforeAll(async () => {
-    secure = secureProjectorEnv(loadStackConfig(process.env));
+    const stack = loadStackConfig(process.env);
+    secure = { ...secureProjectorEnv(stack), MIGRATE_ON_START: "false", CREATE_TOPICS_ON_START: "false" };
     harness = await Harness.create("secured");
     await harness.clearGraph();
+    // What the operator does once, as a principal with the rights to: constraints and ACLs.
+    await migrate(harness.driver, [harness.config.neo4j.database]);
+    await grant(harness, `User:${stack.kafkaScram.user}`);
     dir = mkdtempSync(join(tmpdir(), "agp-other-ca-"));
     otherCa = join(dir, "other-ca.crt");
     execFileSync(
@@ -92,6 +102,13 @@ describe.skipIf(!localSecureStack)("the projector against the secured stack", ()
     await harness.stopProjectors();
   }, 300_000);
 
+  it("without the group's ACL the start-up fails at once, pointing at that ACL", async () => {
+    const error = await startupError({ CONSUMER_GROUP: `${harness.config.kafka.group}-not-granted` });
+    expect(error?.message).toMatch(
+      /Failed to find group coordinator for group .*-not-granted: the principal may lack the Read ACL on the group/,
+    );
+  }, 90_000);
+
   it("a wrong SCRAM password fails the start-up with Kafka's authentication error", async () => {
     const error = await startupError({ KAFKA_SASL_PASSWORD: "not-the-password" });
     expect(error?.message).toMatch(/SASL SCRAM SHA512 authentication failed/);
@@ -117,3 +134,30 @@ describe.skipIf(!localSecureStack)("the projector against the secured stack", ()
     expect(error?.message).toMatch(/authentication|unauthorized/i);
   }, 90_000);
 });
+
+/** Grants `principal` the ACLs `run` needs with migrations and topic creation off, and nothing else. */
+async function grant(harness: Harness, principal: string): Promise<void> {
+  const acls = requiredAcls(harness.names, harness.config.kafka.group, { createTopics: false, reconcile: false });
+  await harness.admin.createAcls({
+    acl: acls.flatMap((acl) =>
+      acl.operations.map((operation) => ({
+        resourceType: acl.resource === "topic" ? AclResourceTypes.TOPIC : AclResourceTypes.GROUP,
+        resourceName: acl.name,
+        resourcePatternType: acl.pattern === "literal" ? ResourcePatternTypes.LITERAL : ResourcePatternTypes.PREFIXED,
+        principal,
+        host: "*",
+        operation: OPERATIONS[operation],
+        permissionType: AclPermissionTypes.ALLOW,
+      })),
+    ),
+  });
+}
+
+const OPERATIONS = {
+  Read: AclOperationTypes.READ,
+  Write: AclOperationTypes.WRITE,
+  DescribeConfigs: AclOperationTypes.DESCRIBE_CONFIGS,
+  AlterConfigs: AclOperationTypes.ALTER_CONFIGS,
+  Create: AclOperationTypes.CREATE,
+  Delete: AclOperationTypes.DELETE,
+} as const;

@@ -185,7 +185,38 @@ export async function requireSourceTopics(
   confirmMs = 5_000,
   sleep: Sleep = systemSleep,
 ): Promise<void> {
-  let missing = Object.values(names.source);
+  await requireTopics(admin, Object.values(names.source), "source topic(s)", confirmMs, sleep);
+}
+
+/**
+ * The same check for the retry and dead-letter topics when the service may not create them
+ * (CREATE_TOPICS_ON_START=false): `agent-graph-projector topics`, run with the right to, does.
+ */
+export async function requireOwnTopics(
+  admin: Admin,
+  names: TopicNames,
+  confirmMs = 5_000,
+  sleep: Sleep = systemSleep,
+): Promise<void> {
+  await requireTopics(
+    admin,
+    [...Object.values(names.retry), ...Object.values(names.deadLetter)],
+    "retry and dead-letter topic(s)",
+    confirmMs,
+    sleep,
+    " (CREATE_TOPICS_ON_START=false)",
+  );
+}
+
+async function requireTopics(
+  admin: Admin,
+  topics: readonly string[],
+  what: string,
+  confirmMs: number,
+  sleep: Sleep,
+  why = "",
+): Promise<void> {
+  let missing = [...topics];
   for (let waited = 0; ; waited += 500) {
     const existing = new Set(await admin.listTopics());
     missing = missing.filter((topic) => !existing.has(topic));
@@ -194,7 +225,7 @@ export async function requireSourceTopics(
     await sleep(500);
   }
   throw new FatalError(
-    `source topic(s) ${missing.join(", ")} do not exist; create them with "agent-graph-projector topics"`,
+    `${what} ${missing.join(", ")} do not exist${why}; create them with "agent-graph-projector topics"`,
   );
 }
 

@@ -1,5 +1,5 @@
 import type { Consumer, EachBatchPayload, Kafka } from "kafkajs";
-import { errorMessage } from "../../errors.js";
+import { errorMessage, FatalError } from "../../errors.js";
 import { createCoalescer } from "../../pipeline/coalesce.js";
 import {
   admitBatch,
@@ -310,15 +310,33 @@ export function createProjectorConsumer(
 
   return {
     async start() {
-      await consumer.connect();
-      await consumer.subscribe({ topics: consumedTopics(names), fromBeginning: true });
-      await consumer.run({
-        autoCommit: true,
-        autoCommitThreshold: 1,
-        eachBatchAutoResolve: false,
-        partitionsConsumedConcurrently: options.partitionsConsumedConcurrently,
-        eachBatch,
+      // kafkajs's run() resolves even when joining the group failed (it reports a CRASH instead): a
+      // join refused for good (no ACL on the group) must fail start-up, with Kafka's reason.
+      let refused: unknown;
+      const stopListening = consumer.on(consumer.events.CRASH, (event) => {
+        if (!event.payload.restart) refused ??= event.payload.error;
       });
+      try {
+        await consumer.connect();
+        await consumer.subscribe({ topics: consumedTopics(names), fromBeginning: true });
+        await consumer.run({
+          autoCommit: true,
+          autoCommitThreshold: 1,
+          eachBatchAutoResolve: false,
+          partitionsConsumedConcurrently: options.partitionsConsumedConcurrently,
+          eachBatch,
+        });
+      } finally {
+        stopListening();
+      }
+      if (refused === undefined) return;
+      // kafkajs reports a group authorization failure only as "Failed to find group coordinator".
+      if ((refused as { name?: unknown }).name === "KafkaJSGroupCoordinatorNotFound")
+        throw new FatalError(
+          `${errorMessage(refused)} for group ${options.groupId}: the principal may lack the Read ACL on the group (see "agent-graph-projector acls")`,
+          { cause: refused },
+        );
+      throw refused;
     },
     async stop() {
       stopping = true;
