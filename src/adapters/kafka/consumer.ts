@@ -46,7 +46,10 @@ export interface ProjectorConsumer {
   releaseHeld(streams: Iterable<Stream>): void;
   /**
    * Per stream, the backlog this instance has seen on the source partitions it owns: the high
-   * watermark of its last fetch minus its own commits. A lower bound on the group's lag.
+   * watermark of its last fetch minus its own position (past transaction markers and aborted records).
+   * A lower bound on the group's lag, except while a producer's transaction is open: the high
+   * watermark counts its undecided records, the group's lag (from the last stable offset) does not,
+   * and the catch-up hold, which asks the broker every second anyway, may then release a second late.
    */
   lagSeen(): Record<Stream, number>;
 }
