@@ -133,6 +133,9 @@ describe("transactional source topics", () => {
       idempotent: true,
       maxInFlightRequests: 1,
       createPartitioner: Partitioners.DefaultPartitioner,
+      // A cluster that has just started answers COORDINATOR_LOAD_IN_PROGRESS while it loads the
+      // transaction state topic; kafkajs's default retries give up before that is over.
+      retry: { retries: 15, initialRetryTime: 300, maxRetryTime: 5_000 },
     });
     await producer.connect();
   });
