@@ -50,7 +50,11 @@ export default defineConfig({
             {
               test: {
                 name: "cluster",
-                include: ["test/cluster/**/*.cluster.spec.ts", "test/int/topics.int.spec.ts"],
+                include: [
+                  "test/cluster/**/*.cluster.spec.ts",
+                  "test/int/topics.int.spec.ts",
+                  "test/int/transactions.int.spec.ts",
+                ],
                 globalSetup: ["test/cluster/global-setup.ts"],
                 fileParallelism: false,
                 testTimeout: 900_000,

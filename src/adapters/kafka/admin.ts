@@ -344,8 +344,9 @@ export async function resetOffsets(
 }
 
 /**
- * One partition's lag as the common exporters define it: high watermark minus committed offset, or
- * minus the low watermark while the group has committed nothing ("-1").
+ * One partition's lag as the common exporters define it: end offset minus committed offset, or minus
+ * the low watermark while the group has committed nothing ("-1"). The end offset (`high` from
+ * fetchPositions) is the last stable offset — see fetchPositions.
  */
 export function partitionLag(committed: string, high: number, low: number): number {
   return Math.max(0, high - (committed === "-1" ? low : Number(committed)));
@@ -364,7 +365,13 @@ export async function fetchLag(
   }));
 }
 
-/** A group's committed offset ("-1": none yet) and the watermarks of every partition of the topics. */
+/**
+ * A group's committed offset ("-1": none yet) and the watermarks of every partition of the topics.
+ * kafkajs's admin lists offsets with isolation READ_COMMITTED, so `high` is the last stable offset:
+ * the high watermark, or the first offset of the oldest transaction still open, which the group
+ * cannot read past yet either. The projector's group commits past a partition's trailing transaction
+ * markers (consumer.ts), so a caught-up group lags 0 on a transactional topic too.
+ */
 export async function fetchPositions(
   admin: Admin,
   groupId: string,

@@ -46,7 +46,10 @@ export interface ProjectorConsumer {
   releaseHeld(streams: Iterable<Stream>): void;
   /**
    * Per stream, the backlog this instance has seen on the source partitions it owns: the high
-   * watermark of its last fetch minus its own commits. A lower bound on the group's lag.
+   * watermark of its last fetch minus its own position (past transaction markers and aborted records).
+   * A lower bound on the group's lag, except while a producer's transaction is open: the high
+   * watermark counts its undecided records, the group's lag (from the last stable offset) does not,
+   * and the catch-up hold, which asks the broker every second anyway, may then release a second late.
    */
   lagSeen(): Record<Stream, number>;
 }
@@ -64,6 +67,17 @@ export interface ConsumerDeps {
   readonly logger: Logger;
   readonly clock: Clock;
   readonly onFatal: (error: unknown) => void;
+}
+
+/**
+ * The partition's position once `lastOffset` is applied. After the batch's last record it is past the
+ * whole batch, which ends with the transaction markers and aborted records that follow that record:
+ * kafkajs filters those out of `batch.messages` and, when the last record is resolved, resolves up to
+ * `batch.lastOffset()`, which counts them. Without them a caught-up transactional partition would show
+ * a backlog of its markers forever.
+ */
+function positionAfter(batch: EachBatchPayload["batch"], lastOffset: string): number {
+  return lastOffset === batch.messages.at(-1)?.offset ? Number(batch.lastOffset()) + 1 : Number(lastOffset) + 1;
 }
 
 /** A third of the session timeout, as kafkajs's own heartbeat interval is. */
@@ -263,10 +277,12 @@ export function createProjectorConsumer(
         failures.delete(partitionKey);
         deps.metrics.setConsecutiveFailures(batch.topic, batch.partition, 0);
         const lastOffset = (chunk.at(-1) as SourceRecord).offset;
+        // Resolving the batch's last record resolves past the transaction markers and aborted records
+        // that follow it too (kafkajs does, see positionAfter): the group's offset reaches the end.
         payload.resolveOffset(lastOffset);
         await payload.commitOffsetsIfNecessary();
         const position = positions.get(partitionKey);
-        if (position) position.next = Number(lastOffset) + 1;
+        if (position) position.next = positionAfter(batch, lastOffset);
         await payload.heartbeat();
         progressAt = deps.clock.now();
         if (role.role === "source") options.onCommitted?.(role.stream);
@@ -301,6 +317,21 @@ export function createProjectorConsumer(
   consumer.on(consumer.events.FETCH, () => {
     progressAt = deps.clock.now();
   });
+  // A batch of nothing but transaction markers and aborted records never reaches eachBatch: kafkajs
+  // resolves and commits past it itself, and reports it here, so the instance's own view moves too.
+  consumer.on(
+    consumer.events.END_BATCH_PROCESS,
+    ({ payload: { topic, partition, batchSize, lastOffset, highWatermark } }) => {
+      const role = roleOfTopic(names, topic);
+      if (batchSize > 0 || role?.role !== "source") return;
+      const key = `${topic}/${partition}`;
+      positions.set(key, {
+        stream: role.stream,
+        highWatermark: Number(highWatermark),
+        next: Math.max(positions.get(key)?.next ?? 0, Number(lastOffset) + 1),
+      });
+    },
+  );
   consumer.on(consumer.events.CRASH, (event) => {
     joined = false;
     const { error, restart } = event.payload;

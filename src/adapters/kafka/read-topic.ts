@@ -1,12 +1,17 @@
 import { randomUUID } from "node:crypto";
-import type { Kafka } from "kafkajs";
+import type { Admin, Kafka } from "kafkajs";
 import type { SourceRecord, TopicReader } from "../../ports.js";
 import { toSourceRecord } from "./source-record.js";
 
 /**
- * Reads topics from their earliest offset up to the high watermarks seen at the start, then stops.
- * It uses a throwaway consumer group that commits nothing and is deleted afterwards, so the
- * projector's group and offsets are never touched. Records come as the consumer builds them.
+ * Reads topics from their earliest offset up to the end offsets taken at the start, then stops.
+ * Committed records only: the consumer reads with isolation READ_COMMITTED (kafkajs's default), so
+ * records of aborted transactions are never passed on. "The end" is where the consumer's position has
+ * reached the partition's end offset, not the sight of a record just before it: on a log written with
+ * transactions the last offsets are transaction markers (and often aborted records), which the consumer
+ * steps over without passing on. The end offsets are the last stable offsets (see endOffsets). It uses
+ * a throwaway consumer group that commits nothing and is deleted afterwards, so the projector's group
+ * and offsets are never touched. Records come as the consumer builds them.
  */
 export async function readTopicsToEnd(
   kafka: Kafka,
@@ -19,34 +24,45 @@ export async function readTopicsToEnd(
   const groupId = `agent-graph-projector-reader-${randomUUID()}`;
   const consumer = kafka.consumer({ groupId, allowAutoTopicCreation: false, maxWaitTimeInMs: 250 });
   try {
-    const remaining = new Map<string, bigint>();
-    for (const topic of topics) {
-      for (const p of await admin.fetchTopicOffsets(topic)) {
-        if (BigInt(p.high) > BigInt(p.low)) remaining.set(`${topic}/${p.partition}`, BigInt(p.high));
-      }
-    }
-    if (remaining.size === 0) return;
+    const ends = await endOffsets(admin, topics);
+    if (ends.size === 0) return;
+    const remaining = new Map(ends);
     await consumer.connect();
     await consumer.subscribe({ topics: [...topics], fromBeginning: true });
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(
-        () => reject(new Error(`reading ${topics.join(", ")} did not finish within ${timeoutMs} ms`)),
+        () =>
+          reject(
+            new Error(
+              `reading ${topics.join(", ")} did not finish within ${timeoutMs} ms; not at the end yet: ${[...remaining.keys()].join(", ")}`,
+            ),
+          ),
         timeoutMs,
       );
+      // The position after each fetched batch, markers and aborted records included: kafkajs reports
+      // it here also for a batch it filtered down to nothing, which never reaches eachBatch.
+      consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
+        const key = `${payload.topic}/${payload.partition}`;
+        const end = remaining.get(key);
+        if (end === undefined || BigInt(payload.lastOffset) + 1n < end) return;
+        remaining.delete(key);
+        if (remaining.size > 0) return;
+        clearTimeout(timer);
+        resolve();
+      });
       consumer
         .run({
           autoCommit: false,
-          eachMessage: async ({ topic, partition, message }) => {
-            const key = `${topic}/${partition}`;
-            const end = remaining.get(key);
+          eachBatch: async ({ batch }) => {
+            const end = ends.get(`${batch.topic}/${batch.partition}`);
             if (end === undefined) return;
-            if (BigInt(message.offset) < end) onRecord(toSourceRecord(topic, partition, message));
-            if (BigInt(message.offset) + 1n >= end) {
-              remaining.delete(key);
-              if (remaining.size === 0) {
-                clearTimeout(timer);
-                resolve();
+            try {
+              for (const message of batch.messages) {
+                if (BigInt(message.offset) < end) onRecord(toSourceRecord(batch.topic, batch.partition, message));
               }
+            } catch (error) {
+              clearTimeout(timer);
+              reject(error);
             }
           },
         })
@@ -57,6 +73,23 @@ export async function readTopicsToEnd(
     await admin.deleteGroups([groupId]).catch(() => {});
     await admin.disconnect();
   }
+}
+
+/**
+ * Per `topic/partition`, the end offset of each partition that holds anything. kafkajs's admin asks
+ * for it with isolation READ_COMMITTED (ListOffsets v2 and later), so the broker answers with the last
+ * stable offset: the high watermark, or the first offset of the oldest transaction still open, whose
+ * records a READ_COMMITTED consumer could not read yet. The read ends before that transaction rather
+ * than waiting for its producer.
+ */
+async function endOffsets(admin: Admin, topics: readonly string[]): Promise<Map<string, bigint>> {
+  const ends = new Map<string, bigint>();
+  for (const topic of topics) {
+    for (const p of await admin.fetchTopicOffsets(topic)) {
+      if (BigInt(p.high) > BigInt(p.low)) ends.set(`${topic}/${p.partition}`, BigInt(p.high));
+    }
+  }
+  return ends;
 }
 
 /** The TopicReader port over a kafkajs client. */

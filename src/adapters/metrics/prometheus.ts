@@ -100,7 +100,7 @@ export function createPrometheusMetrics(
   });
   const lag = new Gauge({
     name: p("consumer_lag"),
-    help: "Broker high watermark minus the group's committed offset, per owned partition.",
+    help: "Partition end offset (last stable offset) minus the group's committed offset, per owned partition.",
     labelNames: ["topic", "partition"],
     registers: [registry],
   });
