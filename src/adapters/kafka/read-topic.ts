@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Admin, Kafka } from "kafkajs";
+import { READER_GROUP_PREFIX } from "../../acls.js";
 import type { SourceRecord, TopicReader } from "../../ports.js";
 import { toSourceRecord } from "./source-record.js";
 
@@ -21,7 +22,7 @@ export async function readTopicsToEnd(
 ): Promise<void> {
   const admin = kafka.admin();
   await admin.connect();
-  const groupId = `agent-graph-projector-reader-${randomUUID()}`;
+  const groupId = `${READER_GROUP_PREFIX}${randomUUID()}`;
   const consumer = kafka.consumer({ groupId, allowAutoTopicCreation: false, maxWaitTimeInMs: 250 });
   try {
     const ends = await endOffsets(admin, topics);
