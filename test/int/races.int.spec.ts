@@ -1,0 +1,105 @@
+import type { ManagedTransaction, Transaction } from "neo4j-driver";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { migrate } from "../../src/adapters/neo4j/graph-writer.js";
+import { REGISTRY_PROJECTION } from "../../src/cypher/s3_1-registry-projection.js";
+import type { Statement, StatementResult } from "../../src/cypher/statement.js";
+import { projectOutcomes } from "../../src/projection/outcomes.js";
+import { snapshotRow } from "../../src/projection/registry.js";
+import { outcome, snapshot } from "../support/builders.js";
+import { GraphView } from "../support/graph-view.js";
+import { Harness } from "../support/harness.js";
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Runs a plan's statements in an open transaction, as the graph writer does, without committing. */
+async function runIn(tx: Transaction | ManagedTransaction, statements: readonly Statement[]) {
+  const results: StatementResult[] = [];
+  for (const statement of statements) {
+    const result = await tx.run(statement.cypher, statement.params);
+    results.push({
+      name: statement.name,
+      records: result.records.map((record) => record.toObject()),
+      counters: {
+        nodesCreated: 0,
+        nodesDeleted: 0,
+        relationshipsCreated: 0,
+        relationshipsDeleted: 0,
+        propertiesSet: 0,
+      },
+    });
+  }
+  return results;
+}
+
+/**
+ * Races between two writers of one node, made deterministic: the first transaction is held open
+ * (uncommitted, its locks taken) until the second has started and is either waiting for a lock or done.
+ */
+describe("races and fences, on real servers", () => {
+  let harness: Harness;
+  beforeAll(async () => {
+    harness = await Harness.create("races");
+    // §6 as the service puts it in place: the specs below write through the statements directly.
+    await migrate(harness.driver, [harness.config.neo4j.database]);
+  });
+  afterEach(() => harness.stopProjectors());
+  afterAll(() => harness?.close());
+
+  /** Resolves once some transaction of the database waits for a lock, or `done` settled. */
+  async function blockedOrDone(done: Promise<unknown>, timeoutMs = 10_000): Promise<void> {
+    let settled = false;
+    done.then(
+      () => (settled = true),
+      () => (settled = true),
+    );
+    const deadline = Date.now() + timeoutMs;
+    while (!settled && Date.now() < deadline) {
+      const { records } = await harness.driver.executeQuery(
+        "SHOW TRANSACTIONS YIELD status WHERE status STARTS WITH 'Blocked' RETURN count(*) AS blocked",
+        {},
+        { database: harness.config.neo4j.database },
+      );
+      if (Number(records[0]?.get("blocked")) > 0) return;
+      await sleep(50);
+    }
+  }
+
+  it("a correction of an outcome's agent and a late copy of its earlier version: one PRODUCED, from the newest", async () => {
+    await harness.clearGraph();
+    const database = harness.config.neo4j.database;
+    const A = "fin-agt-081";
+    const B = "fin-agt-082";
+    const first = outcome("o-race", A, { status: "pending" });
+    const correction = outcome("o-race", B, { status: "succeeded" });
+    // The first version was consumed before its agent existed: Outcome node, no PRODUCED, deferred.
+    const writer = harness.graph();
+    await writer.apply(database, projectOutcomes([{ i: 0, event: first }]).statements);
+    for (const agent of [A, B])
+      await harness.driver.executeQuery(
+        REGISTRY_PROJECTION,
+        { rows: [snapshotRow({ i: 0, event: snapshot(agent) })] },
+        { database },
+      );
+
+    // The correction (its source partition) is applied and holds the outcome; the deferred copy of the
+    // first version (the retry partition) runs meanwhile and must see the correction once it commits.
+    const session = harness.driver.session({ database });
+    let lateFate: unknown;
+    try {
+      const fresh = await session.beginTransaction();
+      await runIn(fresh, projectOutcomes([{ i: 0, event: correction }]).statements);
+      const latePlan = projectOutcomes([{ i: 0, event: first, late: true }]);
+      const late = writer.apply(database, latePlan.statements);
+      await blockedOrDone(late);
+      await fresh.commit();
+      lateFate = latePlan.fates(await late).get(0);
+    } finally {
+      await session.close();
+    }
+    const graph = new GraphView(await harness.dump());
+    expect(graph.node("Outcome", "o-race")).toMatchObject({ agent_id: B, status: "succeeded" });
+    expect(graph.count("PRODUCED")).toBe(1);
+    expect(graph.rel("PRODUCED", B, "Outcome:o-race")).toHaveLength(1);
+    expect(lateFate).toEqual({ kind: "stale" });
+  });
+});
