@@ -4,8 +4,8 @@ import { migrate } from "../../src/adapters/neo4j/graph-writer.js";
 import { REGISTRY_PROJECTION } from "../../src/cypher/s3_1-registry-projection.js";
 import type { Statement, StatementResult } from "../../src/cypher/statement.js";
 import { projectOutcomes } from "../../src/projection/outcomes.js";
-import { snapshotRow } from "../../src/projection/registry.js";
-import { outcome, snapshot } from "../support/builders.js";
+import { projectRegistry, snapshotRow } from "../../src/projection/registry.js";
+import { outcome, snapshot, tombstone, tool } from "../support/builders.js";
 import { GraphView } from "../support/graph-view.js";
 import { Harness } from "../support/harness.js";
 
@@ -101,5 +101,61 @@ describe("races and fences, on real servers", () => {
     expect(graph.count("PRODUCED")).toBe(1);
     expect(graph.rel("PRODUCED", B, "Outcome:o-race")).toHaveLength(1);
     expect(lateFate).toEqual({ kind: "stale" });
+  });
+
+  it("a tombstone for an agent the graph never projected fences every lower version, on every path", async () => {
+    await harness.clearGraph();
+    const X = "fin-agt-083";
+    await harness.startProjector();
+    await harness.publish([tombstone(X, 3)]);
+    await harness.waitForCaughtUp();
+    // A re-driven or retried copy of an older snapshot, and the same snapshot published again upstream.
+    await harness.publishLate([snapshot(X, { registry_version: 2, tools: [tool("t-late")] })]);
+    await harness.publish([snapshot(X, { registry_version: 3, tools: [tool("t-again")] })]);
+    await harness.waitForCaughtUp();
+    let graph = new GraphView(await harness.dump());
+    expect(graph.graph.relationships.filter((line) => line.includes("AUTHORIZED_FOR"))).toEqual([]);
+    // The fence is no agent: §4's queries never see it.
+    expect(graph.nodeKeys("Agent")).not.toContain(X);
+
+    // Registered again above the deletion: applies, and the fence is spent.
+    await harness.publish([snapshot(X, { registry_version: 4, tools: [tool("t4")] })]);
+    await harness.waitForCaughtUp();
+    await harness.publishLate([snapshot(X, { registry_version: 2, tools: [tool("t-late")] })]);
+    await harness.waitForCaughtUp();
+    graph = new GraphView(await harness.dump());
+    expect(graph.node("Agent", X)).toMatchObject({ registry_version: 4, status: "active" });
+    expect(graph.count("AUTHORIZED_FOR")).toBe(1);
+    expect(graph.rel("AUTHORIZED_FOR", X, "t4")).toHaveLength(1);
+  });
+
+  it("a tombstone checks the version under the agent's lock: a snapshot uncommitted meanwhile is deleted", async () => {
+    await harness.clearGraph();
+    const database = harness.config.neo4j.database;
+    const X = "fin-agt-084";
+    const writer = harness.graph();
+    // X exists, but only as another agent's escalation target: no version of its own yet.
+    await writer.apply(
+      database,
+      projectRegistry([{ i: 0, event: snapshot("fin-agt-085", { escalation_path: [X] }) }]).statements,
+    );
+    const session = harness.driver.session({ database });
+    try {
+      // The agent's first snapshot is being written (not committed) when its deletion arrives.
+      const registering = await session.beginTransaction();
+      await runIn(
+        registering,
+        projectRegistry([{ i: 0, event: snapshot(X, { registry_version: 2, tools: [tool("t2")] }) }]).statements,
+      );
+      const deletion = writer.apply(database, projectRegistry([{ i: 0, event: tombstone(X, 3) }]).statements);
+      await blockedOrDone(deletion);
+      await registering.commit();
+      await deletion;
+    } finally {
+      await session.close();
+    }
+    const graph = new GraphView(await harness.dump());
+    expect(graph.node("Agent", X)).toMatchObject({ registry_version: 3, status: "deregistered" });
+    expect(graph.count("AUTHORIZED_FOR")).toBe(0);
   });
 });
