@@ -5,7 +5,7 @@ import { REGISTRY_PROJECTION } from "../../src/cypher/s3_1-registry-projection.j
 import type { Statement, StatementResult } from "../../src/cypher/statement.js";
 import { projectOutcomes } from "../../src/projection/outcomes.js";
 import { projectRegistry, snapshotRow } from "../../src/projection/registry.js";
-import { outcome, snapshot, tombstone, tool } from "../support/builders.js";
+import { escalation, outcome, snapshot, tombstone, tool } from "../support/builders.js";
 import { GraphView } from "../support/graph-view.js";
 import { Harness } from "../support/harness.js";
 
@@ -157,5 +157,40 @@ describe("races and fences, on real servers", () => {
     const graph = new GraphView(await harness.dump());
     expect(graph.node("Agent", X)).toMatchObject({ registry_version: 3, status: "deregistered" });
     expect(graph.count("AUTHORIZED_FOR")).toBe(0);
+  });
+
+  it("an escalation waits past its window while the outcome it waits on is still being retried, and applies once it does", async () => {
+    await harness.clearGraph();
+    const A = "fin-agt-086";
+    const B = "fin-agt-087";
+    const windowMs = 8_000;
+    await harness.startProjector({
+      RETRY_MAX_AGE_MS: String(windowMs),
+      RETRY_BACKOFF_MS: "200",
+      RETRY_BACKOFF_MAX_MS: "400",
+    });
+    await harness.publish([snapshot(B), outcome("o-esc-target", B)]);
+    await harness.waitForCaughtUp();
+    // The escalation first (its source outcome is missing), the outcome half a window later (its agent
+    // is missing): the escalation's window ends while the outcome is still in its own.
+    const escalationPublished = Date.now();
+    await harness.publish([escalation("o-esc-source", "o-esc-target")]);
+    await sleep(windowMs / 2);
+    await harness.publish([outcome("o-esc-source", A)]);
+    // Past the escalation's window and its upstream mark (a few attempts of 400 ms), before the outcome's.
+    const escalationDead = async () =>
+      (await harness.deadLetters()).some((letter) => letter.headers["agp-source-topic"]?.endsWith("escalation-edge"));
+    while (Date.now() < escalationPublished + windowMs + 2_500 && !(await escalationDead())) await sleep(250);
+    await harness.publish([snapshot(A)]);
+    await harness.waitForCaughtUp();
+    const deadline = Date.now() + 30_000;
+    let graph = new GraphView(await harness.dump());
+    while (Date.now() < deadline && graph.rel("CAN_ESCALATE_TO", A, B).length === 0) {
+      await sleep(250);
+      graph = new GraphView(await harness.dump());
+    }
+    expect((await harness.deadLetters()).map((letter) => letter.headers["agp-error-message"])).toEqual([]);
+    expect(graph.rel("PRODUCED", A, "Outcome:o-esc-source")).toHaveLength(1);
+    expect(graph.rel("CAN_ESCALATE_TO", A, B)).toEqual([expect.objectContaining({ observed_count: 1 })]);
   });
 });
