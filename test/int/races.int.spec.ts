@@ -103,6 +103,38 @@ describe("races and fences, on real servers", () => {
     expect(lateFate).toEqual({ kind: "stale" });
   });
 
+  it("the same race the other way round: the late copy holds the outcome, the correction waits and wins", async () => {
+    await harness.clearGraph();
+    const database = harness.config.neo4j.database;
+    const A = "fin-agt-088";
+    const B = "fin-agt-089";
+    const first = outcome("o-race-2", A, { status: "pending" });
+    const correction = outcome("o-race-2", B, { status: "succeeded" });
+    const writer = harness.graph();
+    await writer.apply(database, projectOutcomes([{ i: 0, event: first }]).statements);
+    for (const agent of [A, B])
+      await harness.driver.executeQuery(
+        REGISTRY_PROJECTION,
+        { rows: [snapshotRow({ i: 0, event: snapshot(agent) })] },
+        { database },
+      );
+    const session = harness.driver.session({ database });
+    try {
+      const late = await session.beginTransaction();
+      await runIn(late, projectOutcomes([{ i: 0, event: first, late: true }]).statements);
+      const fresh = writer.apply(database, projectOutcomes([{ i: 0, event: correction }]).statements);
+      await blockedOrDone(fresh);
+      await late.commit();
+      await fresh;
+    } finally {
+      await session.close();
+    }
+    const graph = new GraphView(await harness.dump());
+    expect(graph.node("Outcome", "o-race-2")).toMatchObject({ agent_id: B, status: "succeeded" });
+    expect(graph.count("PRODUCED")).toBe(1);
+    expect(graph.rel("PRODUCED", B, "Outcome:o-race-2")).toHaveLength(1);
+  });
+
   it("a tombstone for an agent the graph never projected fences every lower version, on every path", async () => {
     await harness.clearGraph();
     const X = "fin-agt-083";
