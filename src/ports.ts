@@ -66,6 +66,8 @@ export interface UpstreamProgress {
   ends(stream: Stream): Promise<UpstreamMark>;
   /** The group's committed positions on them (the low watermark where it has committed nothing). */
   committed(stream: Stream): Promise<UpstreamMark>;
+  /** The end offsets of their retry topics alone: what the upstream deferred. */
+  retryEnds(stream: Stream): Promise<UpstreamMark>;
 }
 
 /** Reads topics outside the projector's consumer group; operations (reconcile, rebuild, dlq) use it. */

@@ -29,25 +29,44 @@ const NEWEST_EDIT = (n: string) =>
  * `registry_edited_by`, so the result is the same in any order (read under the node's write lock, as
  * the agent's version is).
  *
+ * A tombstone for an agent the graph never projected leaves a :RegistryFence (see registryTombstone);
+ * a snapshot passes it only above its version, and one that passes spends it (the agent's own version
+ * fences from then on). A snapshot the fence stops leaves no Agent node behind: the MERGE that took
+ * the lock made one only for this check, and it is deleted again.
+ *
  * Tenant scoping: on a database several tenants share, each `${scopedKey(…)}` opens a node key with
  * tenant_id (cypher/tenant.ts); with one tenant per database the statement is the spec's text, plus the index hints (keyIndex).
  */
 export const registryProjection = (scoped: boolean): string => `
 UNWIND $rows AS row
 MERGE (a:Agent {${scopedKey(scoped, "row.tenant_id")}agent_id: row.agent_id})
+  ON CREATE SET a._NEW_ = true
 SET a._LOCK_ = true
 REMOVE a._LOCK_
 WITH a, row {.*, edited_at: datetime({epochMillis: toInteger(row.occurred_at)})} AS row,
      toInteger(row.registry_version) AS version
-WHERE a.registry_version IS NULL OR a.registry_version < version
-   OR (a.registry_version = version AND a.registry_deleted IS NULL)
+${fenceOf(scoped)}
+WITH a, row, version, fence,
+     (fence IS NULL OR fence.registry_version < version)
+     AND (a.registry_version IS NULL OR a.registry_version < version
+          OR (a.registry_version = version AND a.registry_deleted IS NULL)) AS passes
+CALL (a, passes) {
+  WITH a WHERE a._NEW_ = true AND NOT passes
+  DELETE a
+}
+WITH a, row, version, fence WHERE passes
+CALL (fence) {
+  WITH fence WHERE fence IS NOT NULL
+  DELETE fence
+}
 SET a.name             = row.name,
     a.family           = row.family,
     a.owner            = row.owner,
     a.decision_scope   = row.decision_scope,
     a.status           = row.status,
     a.registry_version = version,
-    a.registry_deleted = null
+    a.registry_deleted = null,
+    a._NEW_            = null
 
 WITH a, row
 CALL (a, row) {
@@ -92,24 +111,48 @@ RETURN row.i AS i
 `;
 
 /**
+ * The fence a tombstone leaves for an agent the graph never projected, read under the agent's lock.
+ *
+ * Why a node of its own label and not properties on the Agent: §4's reachability lists every Agent
+ * without a terminal path, so a pseudo-agent made only to remember a deletion would show up there; and
+ * an Agent that exists only as someone's escalation target must not take registry properties either,
+ * or the graph would depend on whether that target was created before or after the tombstone (another
+ * partition). The fence is keyed like an agent (tenant-scoped, unique by §6) and is never part of the
+ * projected graph: dumps, reports and §4 do not read it.
+ */
+const fenceOf = (
+  scoped: boolean,
+) => `OPTIONAL MATCH (fence:RegistryFence {${scopedKey(scoped, "row.tenant_id")}agent_id: row.agent_id})
+${keyIndex(scoped, "fence", "RegistryFence", "agent_id")}`;
+
+/**
  * A tombstone (null value on the compacted topic) means what a "deregistered" snapshot with empty
  * lists means: §3.1 and §3.2 with empty tools, workflows and escalation path. It is versioned by its
  * `registry_version` header and fenced like a snapshot, under the same lock: it applies only when no
  * newer version was applied (a late tombstone must not deregister an agent registered again since).
  * It records its version and `registry_deleted = true`, which makes it win a tie against a snapshot of
- * the same version. Only agents the registry projected (they carry a version) are touched: a node that
- * exists only as someone's escalation target has nothing to remove, and touching it would make the
- * result depend on cross-partition arrival order. `applied` tells a fenced tombstone from one applied.
+ * the same version.
+ *
+ * The version is read only after the agent's lock is held, so a first snapshot of the agent that is
+ * uncommitted meanwhile has committed before (and is deleted). To hold that lock when no Agent node
+ * exists, the tombstone MERGEs one and deletes it again before it commits; a concurrent snapshot's
+ * MERGE of the same key waits for it and then reads the fence.
+ *
+ * An agent the registry never projected (no node, or a node that exists only as someone's escalation
+ * target) has nothing to remove, and its node is not touched: the tombstone leaves a :RegistryFence
+ * with its version instead (the highest, if several), which every later snapshot on any path —
+ * retry, `dlq redrive`, replay, the source topic — must pass (registryProjection). `applied` tells a
+ * fenced tombstone from one applied; rows of never-projected agents return nothing.
  */
 export const registryTombstone = (scoped: boolean): string => `
 UNWIND $rows AS row
-MATCH (a:Agent {${scopedKey(scoped, "row.tenant_id")}agent_id: row.agent_id})
-${keyIndex(scoped, "a", "Agent", "agent_id")}
-WHERE a.registry_version IS NOT NULL
+MERGE (a:Agent {${scopedKey(scoped, "row.tenant_id")}agent_id: row.agent_id})
+  ON CREATE SET a._NEW_ = true
 SET a._LOCK_ = true
 REMOVE a._LOCK_
 WITH a, row, toInteger(row.registry_version) AS version
-WITH a, row, version, a.registry_version <= version AS applied
+WITH a, row, version, a.registry_version IS NOT NULL AS projected
+WITH a, row, version, projected, projected AND a.registry_version <= version AS applied
 CALL (a, version, applied) {
   WITH a, version WHERE applied
   SET a.status           = 'deregistered',
@@ -126,6 +169,16 @@ CALL (a, version, applied) {
     SET stale.declared = false
   }
 }
+CALL (a, row, version, projected) {
+  WITH a, row, version WHERE NOT projected
+  MERGE (fence:RegistryFence {${scopedKey(scoped, "row.tenant_id")}agent_id: row.agent_id})
+  SET fence.registry_version = CASE WHEN fence.registry_version > version THEN fence.registry_version ELSE version END
+}
+CALL (a) {
+  WITH a WHERE a._NEW_ = true
+  DELETE a
+}
+WITH row, projected, applied WHERE projected
 RETURN row.i AS i, applied
 `;
 

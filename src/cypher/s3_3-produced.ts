@@ -24,6 +24,12 @@ SET o.agent_id       = row.agent_id,
  * whatever its source partition has brought since is newer. So it only creates an outcome the graph
  * lacks and never overwrites one: a retry must not walk status, created_at or the producing agent
  * back. `current` says whether the node still names the record's agent (if not, the record is stale).
+ *
+ * The node is read under its write lock (`_LOCK_` set and removed at once, as §3.1 does for an agent).
+ * MERGE on an existing node takes no lock, so without it a correction of the outcome's agent that is
+ * uncommitted on its source partition was invisible here: this record read the old agent as current,
+ * waited for the lock only when PRODUCED linked that agent, and then linked it after the correction had
+ * linked the new one — two producers (test/int/races). Now it waits first and sees the correction.
  */
 export const outcomeProjectionLate = (scoped: boolean): string => `
 UNWIND $rows AS row
@@ -32,6 +38,8 @@ MERGE (o:Outcome {${scopedKey(scoped, "row.tenant_id")}outcome_id: row.outcome_i
                 o.status         = row.status,
                 o.correlation_id = row.correlation_id,
                 o.created_at     = datetime({epochMillis: toInteger(row.created_at)})
+SET o._LOCK_ = true
+REMOVE o._LOCK_
 RETURN row.i AS i, o.agent_id = row.agent_id AS current
 `;
 

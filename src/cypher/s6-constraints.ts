@@ -1,13 +1,15 @@
 /**
  * §6 Constraints: uniqueness constraints (the one constraint type Community Edition offers), each
  * backing an index. Created idempotently before any write; Outcome.outcome_id is included because every
- * write here MATCHes or MERGEs outcomes by it.
+ * write here MATCHes or MERGEs outcomes by it; RegistryFence.agent_id backs the fence a tombstone
+ * leaves for an agent never projected (s3_1-registry-projection.ts), which §3.1 reads per row.
  */
 export const CONSTRAINTS: readonly string[] = [
   "CREATE CONSTRAINT agent_agent_id IF NOT EXISTS FOR (a:Agent) REQUIRE a.agent_id IS UNIQUE",
   "CREATE CONSTRAINT workflow_workflow_id IF NOT EXISTS FOR (w:Workflow) REQUIRE w.workflow_id IS UNIQUE",
   "CREATE CONSTRAINT tool_tool_id IF NOT EXISTS FOR (t:Tool) REQUIRE t.tool_id IS UNIQUE",
   "CREATE CONSTRAINT outcome_outcome_id IF NOT EXISTS FOR (o:Outcome) REQUIRE o.outcome_id IS UNIQUE",
+  "CREATE CONSTRAINT registry_fence_agent_id IF NOT EXISTS FOR (f:RegistryFence) REQUIRE f.agent_id IS UNIQUE",
 ];
 
 export const CONSTRAINT_NAMES: readonly string[] = [
@@ -15,6 +17,7 @@ export const CONSTRAINT_NAMES: readonly string[] = [
   "workflow_workflow_id",
   "tool_tool_id",
   "outcome_outcome_id",
+  "registry_fence_agent_id",
 ];
 
 /**
@@ -27,6 +30,7 @@ export const TENANT_CONSTRAINTS: readonly string[] = [
   "CREATE CONSTRAINT workflow_tenant_workflow_id IF NOT EXISTS FOR (w:Workflow) REQUIRE (w.tenant_id, w.workflow_id) IS UNIQUE",
   "CREATE CONSTRAINT tool_tenant_tool_id IF NOT EXISTS FOR (t:Tool) REQUIRE (t.tenant_id, t.tool_id) IS UNIQUE",
   "CREATE CONSTRAINT outcome_tenant_outcome_id IF NOT EXISTS FOR (o:Outcome) REQUIRE (o.tenant_id, o.outcome_id) IS UNIQUE",
+  "CREATE CONSTRAINT registry_fence_tenant_agent_id IF NOT EXISTS FOR (f:RegistryFence) REQUIRE (f.tenant_id, f.agent_id) IS UNIQUE",
 ];
 
 export const TENANT_CONSTRAINT_NAMES: readonly string[] = [
@@ -34,6 +38,7 @@ export const TENANT_CONSTRAINT_NAMES: readonly string[] = [
   "workflow_tenant_workflow_id",
   "tool_tenant_tool_id",
   "outcome_tenant_outcome_id",
+  "registry_fence_tenant_agent_id",
 ];
 
 /**
@@ -44,6 +49,6 @@ export const TENANT_CONSTRAINT_NAMES: readonly string[] = [
  */
 export const MISSCOPED_NODE = `
 MATCH (n)
-WHERE (n:Agent OR n:Tool OR n:Workflow OR n:Outcome) AND (n.tenant_id IS NULL) = $shared
+WHERE (n:Agent OR n:Tool OR n:Workflow OR n:Outcome OR n:RegistryFence) AND (n.tenant_id IS NULL) = $shared
 RETURN labels(n) AS labels, n.tenant_id AS tenant LIMIT 1
 `;

@@ -74,6 +74,7 @@ export async function processBatch<S extends Stream>(
   // the upstream had been applied up to its mark before the attempt that failed (retry.ts).
   const marked = records.some((record) => headerString(record.headers, HEADER.upstreamMark) !== undefined);
   const committedAtStart = marked && deps.upstream ? await deps.upstream.committed(stream) : undefined;
+  const retryEndsAtStart = marked && deps.upstream ? await deps.upstream.retryEnds(stream) : undefined;
   decoded.forEach((result, i) => {
     if (result instanceof Rejection) {
       fates.set(i, deadLettered(result.reason, boundedText(result.message)));
@@ -110,6 +111,7 @@ export async function processBatch<S extends Stream>(
         // Without the upstream's position there is nothing to wait for: the window alone decides.
         mark: deps.upstream ? decodeMark(headerString(record.headers, HEADER.upstreamMark)) : undefined,
         committedAtStart,
+        retryEndsAtStart,
         policy: deps.retry,
       });
       if (decision.kind === "dead-letter" || (decision.kind === "final-check" && !deps.upstream)) {

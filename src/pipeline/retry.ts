@@ -80,7 +80,17 @@ export type DeferralDecision =
  * topics up to that mark, i.e. after everything published before the window ran out was applied.
  * The mark stays fixed, so steady upstream traffic cannot postpone the verdict for ever.
  *
- * `committedAtStart` is the group's upstream position read before the attempt's transaction ran.
+ * The upstream may itself be deferred: an escalation waits on an outcome that waits on its agent.
+ * Applying the upstream up to the mark then includes deferring that outcome again, to a retry offset
+ * past the mark, where it can still apply. So a mark reached while the upstream's retry topics have
+ * grown since it was taken (`retryEndsAtStart` past the mark) is not a verdict: the record takes a new
+ * mark ("final-check") and waits for what was deferred meanwhile — until a second window has passed,
+ * by when everything deferred upstream before its first mark is past its own window and waits only
+ * for the registry, which is never deferred. Unrelated upstream deferrals therefore postpone the
+ * verdict by one window at most.
+ *
+ * `committedAtStart` is the group's upstream position and `retryEndsAtStart` the end offsets of the
+ * upstream's retry topics, both read before the attempt's transaction ran.
  */
 export function decideDeferral(input: {
   readonly attempt: number;
@@ -88,16 +98,24 @@ export function decideDeferral(input: {
   readonly now: number;
   readonly mark: UpstreamMark | undefined;
   readonly committedAtStart: UpstreamMark | undefined;
+  readonly retryEndsAtStart?: UpstreamMark | undefined;
   readonly policy: RetryPolicy;
 }): DeferralDecision {
-  const { attempt, firstSeen, now, mark, committedAtStart, policy } = input;
-  const expired = now - firstSeen >= policy.maxAgeMs || (policy.maxAttempts > 0 && attempt >= policy.maxAttempts);
+  const { attempt, firstSeen, now, mark, committedAtStart, retryEndsAtStart, policy } = input;
+  const pastWindows = (windows: number) =>
+    now - firstSeen >= windows * policy.maxAgeMs || (policy.maxAttempts > 0 && attempt >= windows * policy.maxAttempts);
   if (mark !== undefined) {
-    return committedAtStart !== undefined && upstreamReached(committedAtStart, mark)
-      ? { kind: "dead-letter" }
-      : { kind: "retry", mark };
+    if (committedAtStart === undefined || !upstreamReached(committedAtStart, mark)) return { kind: "retry", mark };
+    return retryEndsAtStart !== undefined && deferredSince(mark, retryEndsAtStart) && !pastWindows(2)
+      ? { kind: "final-check" }
+      : { kind: "dead-letter" };
   }
-  return expired ? { kind: "final-check" } : { kind: "retry" };
+  return pastWindows(1) ? { kind: "final-check" } : { kind: "retry" };
+}
+
+/** Whether any of the upstream's retry partitions has records past the mark: something was deferred since. */
+export function deferredSince(mark: UpstreamMark, retryEnds: UpstreamMark): boolean {
+  return Object.entries(retryEnds).some(([partition, end]) => end > (mark[partition] ?? 0));
 }
 
 /** Whether the group's positions have reached every offset of the mark. */

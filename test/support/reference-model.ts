@@ -44,6 +44,8 @@ export class ReferenceModel {
   private readonly produced = new Map<string, string>();
   private readonly escalatedTo = new Map<string, number>();
   private readonly observed = new Map<string, number>();
+  /** The version of a tombstone for an agent never projected: no later snapshot at or below it applies. */
+  private readonly fences = new Map<string, number>();
 
   apply(event: ProjectorEvent): void {
     switch (event.kind) {
@@ -52,7 +54,11 @@ export class ReferenceModel {
         return;
       case "registry-tombstone": {
         const agent = this.agents.get(event.agent_id);
-        if (agent?.registry_version === undefined || Number(agent.registry_version) > event.registry_version) return;
+        if (agent?.registry_version === undefined) {
+          this.fences.set(event.agent_id, Math.max(this.fences.get(event.agent_id) ?? 0, event.registry_version));
+          return;
+        }
+        if (Number(agent.registry_version) > event.registry_version) return;
         agent.status = "deregistered";
         agent.registry_version = event.registry_version;
         agent.registry_deleted = true;
@@ -100,6 +106,9 @@ export class ReferenceModel {
     // Ordered by (version, kind): a tombstone wins a tie with a snapshot of its own version.
     if (typeof stored === "number" && stored > event.registry_version) return;
     if (stored === event.registry_version && existing?.registry_deleted === true) return;
+    const fence = this.fences.get(event.agent_id);
+    if (fence !== undefined && fence >= event.registry_version) return;
+    this.fences.delete(event.agent_id);
     this.agents.set(
       event.agent_id,
       withoutNulls({

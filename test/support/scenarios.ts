@@ -201,6 +201,22 @@ export const checklistScenarios: readonly Scenario[] = [
     },
   },
   {
+    name: "a tombstone for an agent never projected fences every snapshot at or below its version, and is no agent",
+    steps: [
+      [snapshot(B, { escalation_path: [A] })],
+      [tombstone(A, 3)],
+      [snapshot(A, { registry_version: 2, tools: [tool("t1")], escalation_path: [C] })],
+      [snapshot(A, { registry_version: 3, tools: [tool("t2")] })],
+    ],
+    check(graph) {
+      // A stays what B's escalation path made it: a bare target, no registry properties, no grants.
+      expect(graph.node("Agent", A)).toEqual({ agent_id: A });
+      expect(graph.count("AUTHORIZED_FOR")).toBe(0);
+      expect(graph.rel("CAN_ESCALATE_TO", A, C)).toHaveLength(0);
+      expect(graph.nodeKeys("Agent").sort()).toEqual([A, B].sort());
+    },
+  },
+  {
     name: "an outcome re-emitted with another status and agent keeps the newest record's values and producer",
     steps: [
       [snapshot(A), snapshot(B)],

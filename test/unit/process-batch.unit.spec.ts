@@ -287,9 +287,10 @@ describe("processBatch", () => {
   });
 
   describe("a deferred record past its window", () => {
-    const upstream = (committed: Record<string, number>) => ({
+    const upstream = (committed: Record<string, number>, retryEnds: Record<string, number> = { "reg.retry/0": 0 }) => ({
       ends: async () => ({ "reg/0": 10 }),
       committed: async () => committed,
+      retryEnds: async () => retryEnds,
     });
     const past = { [HEADER.attempt]: "7", [HEADER.firstSeen]: String(1_000_000 - 61_000) };
 
@@ -302,6 +303,14 @@ describe("processBatch", () => {
     it("stays deferred while the group has not applied the upstream up to the mark", async () => {
       const { deps: d, sent } = deps({ upstream: upstream({ "reg/0": 9 }) });
       await processBatch("outcome-created", [outcomeRecord(0, { ...past, [HEADER.upstreamMark]: '{"reg/0":10}' })], d);
+      expect(sent).toEqual([expect.objectContaining({ kind: "retry", upstreamMark: { "reg/0": 10 } })]);
+    });
+
+    it("takes a new mark instead when the upstream deferred records again since its mark", async () => {
+      const { deps: d, sent } = deps({ upstream: upstream({ "reg/0": 10 }, { "reg.retry/0": 4 }) });
+      // Within its second window: 61 s of 120, attempt 4 of 6.
+      const marked = { ...past, [HEADER.attempt]: "3", [HEADER.upstreamMark]: '{"reg/0":10}' };
+      await processBatch("outcome-created", [outcomeRecord(0, marked)], d);
       expect(sent).toEqual([expect.objectContaining({ kind: "retry", upstreamMark: { "reg/0": 10 } })]);
     });
 

@@ -128,7 +128,9 @@ describe("projectOutcomes", () => {
     const plan = projectOutcomes(events.map((event, i) => ({ i, event, late: true })));
     expect(plan.statements.map((s) => s.name)).toEqual(["outcome", "3.3"]);
     expect(plan.statements[0]?.cypher).toMatch(/ON CREATE SET/);
-    expect(plan.statements[0]?.cypher).not.toMatch(/\n\s*SET o\./);
+    // Only the lock property is set (and removed at once): none of the outcome's values.
+    expect(plan.statements[0]?.cypher).not.toMatch(/\n\s*SET o\.(?!_LOCK_ = true\nREMOVE o\._LOCK_\n)/);
+    expect(plan.statements[0]?.cypher).toMatch(/\n\s*SET o\._LOCK_ = true\nREMOVE o\._LOCK_\n/);
     const fates = plan.fates([
       result("outcome", [
         { i: 0, current: true },

@@ -41,6 +41,24 @@ describe("the retry window", () => {
     ).toEqual({ kind: "dead-letter" });
   });
 
+  it("takes a new mark when the upstream's retry topics grew past the mark, for one more window at most", () => {
+    const mark = { "registry/0": 10, "outcome.retry/0": 5 };
+    const committedAtStart = { "registry/0": 10, "outcome.retry/0": 5 };
+    const reached = { ...base, mark, committedAtStart };
+    // The outcome it waits on was deferred again, past the mark: it may still apply.
+    expect(decideDeferral({ ...reached, now: 70_000, retryEndsAtStart: { "outcome.retry/0": 6 } })).toEqual({
+      kind: "final-check",
+    });
+    // Nothing deferred upstream since the mark: nothing it waits on is still alive.
+    expect(decideDeferral({ ...reached, now: 70_000, retryEndsAtStart: { "outcome.retry/0": 5 } })).toEqual({
+      kind: "dead-letter",
+    });
+    // Two windows after its first deferral the mark decides, whatever the upstream defers.
+    expect(decideDeferral({ ...reached, now: 120_000, retryEndsAtStart: { "outcome.retry/0": 9 } })).toEqual({
+      kind: "dead-letter",
+    });
+  });
+
   it("reads a partition the group has no position on as not reached", () => {
     expect(upstreamReached({}, { "registry/0": 1 })).toBe(false);
     expect(upstreamReached({}, {})).toBe(true);

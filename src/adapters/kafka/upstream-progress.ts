@@ -15,10 +15,14 @@ const COMMITTED_FRESH_MS = 250;
  */
 export function createUpstreamProgress(admin: Admin, group: string, names: TopicNames): UpstreamProgress {
   const topicsOf = (stream: Stream) => UPSTREAM_OF[stream].flatMap((up) => [names.source[up], names.retry[up]]);
+  const retryTopicsOf = (stream: Stream) => UPSTREAM_OF[stream].map((up) => names.retry[up]);
   let cached: { at: number; stream: Stream; mark: UpstreamMark } | undefined;
 
-  async function positions(stream: Stream, pick: "committed" | "high"): Promise<UpstreamMark> {
-    const topics = topicsOf(stream);
+  async function positions(
+    stream: Stream,
+    pick: "committed" | "high",
+    topics: readonly string[] = topicsOf(stream),
+  ): Promise<UpstreamMark> {
     if (topics.length === 0) return {};
     try {
       const mark: Record<string, number> = {};
@@ -36,6 +40,7 @@ export function createUpstreamProgress(admin: Admin, group: string, names: Topic
 
   return {
     ends: (stream) => positions(stream, "high"),
+    retryEnds: (stream) => positions(stream, "high", retryTopicsOf(stream)),
     async committed(stream) {
       if (cached && cached.stream === stream && Date.now() - cached.at < COMMITTED_FRESH_MS) return cached.mark;
       const at = Date.now();

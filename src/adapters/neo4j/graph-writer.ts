@@ -1,4 +1,4 @@
-import neo4j, { type Driver } from "neo4j-driver";
+import neo4j, { type Driver, type Session } from "neo4j-driver";
 import pLimit from "p-limit";
 import type { Config } from "../../config.js";
 import {
@@ -9,7 +9,7 @@ import {
   TENANT_CONSTRAINTS,
 } from "../../cypher/s6-constraints.js";
 import type { Statement, StatementResult } from "../../cypher/statement.js";
-import { classify, FatalError } from "../../errors.js";
+import { classify, FatalError, TransientError } from "../../errors.js";
 import { backoffMs } from "../../pipeline/retry.js";
 import { type Clock, type GraphWriter, type Metrics, type Sleep, systemClock, systemSleep } from "../../ports.js";
 import { toPlain } from "./values.js";
@@ -51,6 +51,12 @@ export interface GraphWriterTiming {
 
 /** How long one batch may keep retrying transient failures before the caller's pause takes over. */
 const RETRY_BUDGET_MS = 15_000;
+/**
+ * How much longer than NEO4J_TX_TIMEOUT_MS an attempt may go without an answer before the client gives
+ * up on its connection. Neo4j ends a transaction past that timeout itself (its monitor looks every 2 s)
+ * and says so; silence beyond this is a connection that no longer carries anything.
+ */
+export const SILENCE_GRACE_MS = 5_000;
 const MIN_RETRY_DELAY_MS = 25;
 const MAX_RETRY_DELAY_MS = 2_000;
 
@@ -79,9 +85,42 @@ export function createGraphWriter(
   // partitions waiting for a slot decode and project their next batch meanwhile, and a partition that
   // runs dry hands its slot to another at once instead of leaving Neo4j idle.
   const writeSlot = pLimit(maxConcurrentWrites);
+  const silenceBoundMs = txTimeoutMs + SILENCE_GRACE_MS;
+
+  /**
+   * Runs one attempt's work on `session`, bounded on the client. A connection whose network path drops
+   * packets without a reset (a dead node, a firewall forgetting its state) answers nothing and reports
+   * no error: the driver has no read timeout of its own (only the server's optional
+   * `connection.recv_timeout_seconds` hint), and NEO4J_TX_TIMEOUT_MS is enforced by the server, whose
+   * answer never arrives. Past the bound the attempt fails as transient and its connection is dropped,
+   * so the retry (or the partition's pause) runs on a new one; the session is closed in the background,
+   * since closing waits for answers that will not come.
+   */
+  async function bounded<T>(session: Session, work: () => Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    let silent = false;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        silent = true;
+        const error = new TransientError(
+          `Neo4j sent no answer within ${silenceBoundMs} ms (NEO4J_TX_TIMEOUT_MS + ${SILENCE_GRACE_MS} ms); connection dropped`,
+        );
+        dropConnections(session, error);
+        reject(error);
+      }, silenceBoundMs);
+    });
+    try {
+      return await Promise.race([work(), timeout]);
+    } finally {
+      clearTimeout(timer);
+      if (silent) void session.close().catch(() => {});
+      else await session.close();
+    }
+  }
+
   async function applyOnce(database: string, statements: readonly Statement[]): Promise<StatementResult[]> {
     const session = driver.session({ database, defaultAccessMode: neo4j.session.WRITE });
-    try {
+    return bounded(session, async () => {
       const tx = await session.beginTransaction({ timeout: txTimeoutMs });
       try {
         const results: StatementResult[] = [];
@@ -106,9 +145,7 @@ export function createGraphWriter(
         if (tx.isOpen()) await tx.rollback().catch(() => {});
         throw error;
       }
-    } finally {
-      await session.close();
-    }
+    });
   }
 
   /**
@@ -144,7 +181,7 @@ export function createGraphWriter(
 
   async function readOnce(database: string, cypher: string, params: Record<string, unknown>) {
     const session = driver.session({ database, defaultAccessMode: neo4j.session.READ });
-    try {
+    return bounded(session, async () => {
       const tx = await session.beginTransaction({ timeout: txTimeoutMs });
       try {
         const result = await tx.run(cypher, params);
@@ -154,9 +191,7 @@ export function createGraphWriter(
         if (tx.isOpen()) await tx.rollback().catch(() => {});
         throw error;
       }
-    } finally {
-      await session.close();
-    }
+    });
   }
 
   return {
@@ -189,6 +224,34 @@ export function createGraphWriter(
 
     close: () => driver.close(),
   };
+}
+
+/** The parts of a neo4j-driver 6 session that reach its connection's socket (not public API). */
+interface SessionInternals {
+  readonly _writeConnectionHolder?: { readonly _connectionPromise?: Promise<unknown> };
+  readonly _readConnectionHolder?: { readonly _connectionPromise?: Promise<unknown> };
+}
+interface ConnectionInternals {
+  readonly _delegate?: ConnectionInternals;
+  readonly _ch?: { readonly _conn?: { destroy(error?: Error): void } };
+}
+
+/**
+ * Destroys the sockets under a session's connections. The driver then fails whatever waits on them
+ * and discards them instead of returning them to its pool; no public call does that (closing sends
+ * GOODBYE and waits). Reaches into the driver's internals: if a release moves them, nothing is
+ * destroyed, the attempt still fails on time, and the socket lingers until the OS gives up on it.
+ */
+function dropConnections(session: Session, error: Error): void {
+  const internals = session as unknown as SessionInternals;
+  for (const holder of [internals._writeConnectionHolder, internals._readConnectionHolder]) {
+    void holder?._connectionPromise
+      ?.then((connection) => {
+        const channel = connection as ConnectionInternals | null;
+        (channel?._delegate ?? channel)?._ch?._conn?.destroy(error);
+      })
+      .catch(() => {});
+  }
 }
 
 /**
