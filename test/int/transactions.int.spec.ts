@@ -26,7 +26,11 @@ const READ_BOUND_MS = 20_000;
 const RULES = { servedTenants: new Set(["default"]), maxListLength: 1000, maxIdLength: 256, maxTextLength: 4096 };
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** The `n`th event of an aborted transaction: one that would change the graph if it were applied. */
+/**
+ * The `n`th event of an aborted transaction, made to change the graph if it were applied: a newer
+ * version or a tombstone of a committed agent, an agent or outcome nobody committed, an escalation
+ * reversed (which changes it unless the log holds the reverse pair too).
+ */
 function spoiled(event: ProjectorEvent, n: number): ProjectorEvent {
   if (event.kind === "registry-snapshot")
     return n % 3 === 0
@@ -42,8 +46,10 @@ function spoiled(event: ProjectorEvent, n: number): ProjectorEvent {
  * Source topics written as an exactly-once pipeline writes them: with a transactional producer,
  * commits and aborts mixed. Aborted transactions carry records that would change the graph if they
  * were applied (newer versions, tombstones, agents, outcomes and escalations of their own, a poison
- * record); partition 1 of every topic ends with an aborted transaction, the others with a commit. This
- * file also runs in the cluster project (three brokers, transaction state replicated three times).
+ * record). Partition 1 of the registry and escalation topics ends with an aborted transaction, the
+ * others with a commit; the outcome topic mixes plain writes in and ends with a committed and an aborted
+ * transaction. This file also runs in the cluster project (three brokers, transaction state replicated
+ * three times).
  */
 describe("transactional source topics", () => {
   const log = generateEventLog(2311, { ...SMALL_WORKLOAD, editsPerAgent: 2, outcomeUpdateRatio: 0.2 });
@@ -53,7 +59,7 @@ describe("transactional source topics", () => {
   let producer: Producer;
   let service: RunningService;
 
-  /** Events that must never reach the graph: each would change it. */
+  /** Events that must never reach the graph (see spoiled). */
   const aborted = (events: readonly ProjectorEvent[]): ProjectorEvent[] => events.map(spoiled);
 
   async function send(events: readonly ProjectorEvent[], commit: boolean, partition?: number): Promise<void> {
@@ -75,7 +81,7 @@ describe("transactional source topics", () => {
     else await transaction.abort();
   }
 
-  /** The stream's committed log in transactions of 3 to 20 records, an aborted one after about every other. */
+  /** The stream's committed log in transactions of 3 to 20 records, about every other one preceded by an aborted one. */
   async function publishTransactionally(events: readonly ProjectorEvent[]): Promise<void> {
     for (let start = 0; start < events.length; ) {
       const size = 3 + Math.floor(random() * 18);
