@@ -73,7 +73,11 @@ export function createGraphWriter(
   // partitions waiting for a slot decode and project their next batch meanwhile, and a partition that
   // runs dry hands its slot to another at once instead of leaving Neo4j idle.
   const writeSlot = pLimit(maxConcurrentWrites);
-  async function applyOnce(database: string, statements: readonly Statement[]): Promise<StatementResult[]> {
+  async function applyOnce(
+    database: string,
+    statements: readonly Statement[],
+    commit = true,
+  ): Promise<StatementResult[]> {
     const session = driver.session({ database, defaultAccessMode: neo4j.session.WRITE });
     try {
       const tx = await session.beginTransaction({ timeout: txTimeoutMs });
@@ -94,7 +98,8 @@ export function createGraphWriter(
             },
           });
         }
-        await tx.commit();
+        if (commit) await tx.commit();
+        else await tx.rollback();
         return results;
       } catch (error) {
         if (tx.isOpen()) await tx.rollback().catch(() => {});
@@ -168,13 +173,11 @@ export function createGraphWriter(
         () => {},
       ),
 
-    async runAutoCommit(database: string, cypher: string, params: Record<string, unknown> = {}) {
-      const session = driver.session({ database, defaultAccessMode: neo4j.session.WRITE });
-      try {
-        await session.run(cypher, params);
-      } finally {
-        await session.close();
-      }
+    async trial(database: string, statements: readonly Statement[]) {
+      await retrying(
+        (timed) => writeSlot(() => timed(() => applyOnce(database, statements, false))),
+        () => metrics.recordTransactionRetry(),
+      );
     },
 
     async ping() {
