@@ -108,7 +108,7 @@ describe("rebuild is all or nothing", () => {
     expected = referenceGraph([...log.registry, late, ...log.outcomes, ...log.escalations]);
     // And a graph that drifted from the registry, which the rebuild restores.
     await harness.driver.executeQuery("MATCH (:Agent)-[r:AUTHORIZED_FOR]->() WITH r LIMIT 5 DELETE r");
-    await harness.driver.executeQuery("MATCH (a:Agent) WHERE a.name IS NOT NULL WITH a LIMIT 3 SET a.name = 'stray'");
+    await harness.driver.executeQuery("MATCH (a:Agent) WHERE a.status = 'active' WITH a LIMIT 3 SET a.name = 'stray'");
     await harness.driver.executeQuery(
       "MATCH (:Agent)-[r:CAN_ESCALATE_TO]->(:Agent) WHERE r.declared = true WITH r LIMIT 3 SET r.declared = false",
     );
@@ -120,27 +120,36 @@ describe("rebuild is all or nothing", () => {
     await harness?.close();
   });
 
+  /** The throwaway groups topic readers use; a killed reader leaves its group behind, so only new ones count. */
   const readerGroups = async () =>
-    (await harness.admin.listGroups()).groups.filter((g) => g.groupId.startsWith("agent-graph-projector-reader-"));
+    (await harness.admin.listGroups()).groups
+      .map((g) => g.groupId)
+      .filter((id) => id.startsWith("agent-graph-projector-reader-"));
+  /** Armed before the CLI starts: then waits for a reader group that did not exist before. */
+  const newReader = async () => {
+    const before = new Set(await readerGroups());
+    return () => until("the reader", async () => (await readerGroups()).some((id) => !before.has(id)));
+  };
 
-  const killPoints: { name: string; when: () => Promise<void> }[] = [
-    { name: "while it starts", when: async () => void (await sleep(300)) },
+  const killPoints: { name: string; arm: () => Promise<() => Promise<void>> }[] = [
+    { name: "while it starts", arm: async () => async () => void (await sleep(300)) },
     {
       name: "while it reads the registry topic",
-      when: () => until("the reader", async () => (await readerGroups()).length > 0),
+      arm: newReader,
     },
     {
       name: "inside its write transaction, after the wipe",
-      when: () =>
+      arm: async () => () =>
         until("a blocked transaction", async () => (await transactions()).some((s) => s.startsWith("Blocked"))),
     },
   ];
 
   it.each(killPoints)(
     "SIGKILL $name leaves exactly the graph before",
-    async ({ when }) => {
+    async ({ arm }) => {
       const lock = await holdLateAgentKey();
       try {
+        const when = await arm();
         const { child, done } = cli(["rebuild", "--yes"]);
         await when();
         child.kill("SIGKILL");
@@ -186,8 +195,8 @@ describe("rebuild is all or nothing", () => {
     };
     expect(report.tenants).toMatchObject([{ tenant: "default", status: "rebuilt", rejected: 1 }]);
     expect(report.deadLettered.map(({ key, reason }) => [key, reason]).sort()).toEqual([
+      ["default/poison-agt-001", "neo4j-rejected"],
       ["garbled-agt-001", "not-avro"],
-      ["poison-agt-001", "neo4j-rejected"],
     ]);
     const letters = (await harness.deadLetters()).filter((letter) => letter.headers[HEADER.sourceTopic] === topic);
     expect(letters.map((letter) => [letter.headers["x-trace"], letter.headers[HEADER.errorClass]]).sort()).toEqual([
