@@ -96,7 +96,7 @@ export function registerReplay(program: Command): void {
         try {
           await producer.connect();
           const report = await rebuildRegistry({
-            graph: createGraphWriter(driver, noopMetrics, config.neo4j.txTimeoutMs),
+            graph: createGraphWriter(driver, noopMetrics, config.neo4j.rebuildTxTimeoutMs),
             admin: createGroupAdmin(admin),
             reader: createTopicReader(kafka),
             sink: createRecordSink(producer, names, SERVICE_VERSION),

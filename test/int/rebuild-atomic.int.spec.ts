@@ -169,7 +169,7 @@ describe("rebuild is all or nothing", () => {
     try {
       // Each attempt waits on the lock until its transaction times out (a transient failure, retried
       // until the writer's budget is spent).
-      result = await cli(["rebuild", "--yes"], { NEO4J_TX_TIMEOUT_MS: "1500" }).done;
+      result = await cli(["rebuild", "--yes"], { REBUILD_TX_TIMEOUT_MS: "1500" }).done;
     } finally {
       await release(lock);
     }
