@@ -105,6 +105,8 @@ const envSchema = z.object({
   RETRY_BACKOFF_MAX_MS: int(60_000, 10, 86_400_000),
   NEO4J_MAX_POOL_SIZE: int(20, 1, 1000),
   NEO4J_TX_TIMEOUT_MS: int(30_000, 100, 3_600_000),
+  // `rebuild` writes a whole tenant in one transaction, which may rightly run far longer than a batch.
+  REBUILD_TX_TIMEOUT_MS: int(600_000, 100, 86_400_000),
   LAG_REFRESH_MS: int(10_000, 500, 600_000),
   CATCH_UP_HOLD_RECORDS: int(100, 0, 1_000_000_000),
   SHUTDOWN_TIMEOUT_MS: int(25_000, 1000, 600_000),
@@ -166,6 +168,7 @@ const configSchema = envSchema.transform((env) => ({
     maxPoolSize: env.NEO4J_MAX_POOL_SIZE,
     maxConcurrentWrites: env.NEO4J_MAX_CONCURRENT_WRITES,
     txTimeoutMs: env.NEO4J_TX_TIMEOUT_MS,
+    rebuildTxTimeoutMs: env.REBUILD_TX_TIMEOUT_MS,
     tls: {
       caFile: env.NEO4J_TRUSTED_CA_FILE,
       certFile: env.NEO4J_CLIENT_CERT_FILE,

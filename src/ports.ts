@@ -23,8 +23,11 @@ export interface Decoder {
 export interface GraphWriter {
   apply(database: string, statements: readonly Statement[]): Promise<StatementResult[]>;
   read(database: string, cypher: string, params?: Record<string, unknown>): Promise<Record<string, unknown>[]>;
-  /** An auto-commit query, for `CALL { … } IN TRANSACTIONS` maintenance statements. */
-  runAutoCommit(database: string, cypher: string, params?: Record<string, unknown>): Promise<void>;
+  /**
+   * Runs statements as `apply` does, then rolls the transaction back: whether Neo4j accepts them,
+   * leaving the graph as it was. Rejections throw as from `apply`.
+   */
+  trial(database: string, statements: readonly Statement[]): Promise<void>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }

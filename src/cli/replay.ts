@@ -1,15 +1,17 @@
 import type { Command } from "commander";
 import { createGroupAdmin } from "../adapters/kafka/admin.js";
-import { createKafka } from "../adapters/kafka/client.js";
+import { createKafka, createProducer } from "../adapters/kafka/client.js";
 import { createTopicReader } from "../adapters/kafka/read-topic.js";
+import { createRecordSink } from "../adapters/kafka/record-sink.js";
 import { createDriver, createGraphWriter } from "../adapters/neo4j/graph-writer.js";
 import { createAvroDecoder, createSchemaRegistry } from "../adapters/registry/schema-registry.js";
 import { sharedDatabases } from "../config.js";
 import { validationRules } from "../model/validate.js";
-import { rebuildRegistry } from "../operations/rebuild.js";
+import { RebuildFailedError, type RebuildReport, rebuildRegistry } from "../operations/rebuild.js";
 import { replayTopics } from "../operations/replay.js";
 import { noopMetrics, type ReadFrom } from "../ports.js";
 import { STREAMS, type Stream, topicNames } from "../topics.js";
+import { SERVICE_VERSION } from "../version.js";
 import { action, type CliContext, cliContext } from "./context.js";
 import { printRows } from "./output.js";
 
@@ -74,7 +76,7 @@ export function registerReplay(program: Command): void {
   program
     .command("rebuild")
     .description(
-      "wipe what the registry owns (grants, owned workflows, declared escalations, agents' registry properties) and rebuild it from the compacted registry topic; outcomes, PRODUCED and observed escalations stay",
+      "wipe what the registry owns (grants, owned workflows, declared escalations, agents' registry properties) and rebuild it from the compacted registry topic, one transaction per tenant (all or nothing); outcomes, PRODUCED and observed escalations stay",
     )
     .option("--yes", "confirm the wipe")
     .option("--json", "print JSON")
@@ -87,25 +89,49 @@ export function registerReplay(program: Command): void {
         const { config, logger } = cliContext();
         const kafka = createKafka(config.kafka, logger);
         const admin = kafka.admin();
+        const producer = createProducer(kafka);
         const driver = createDriver(config.neo4j);
+        const names = topicNames(config.topics);
         await admin.connect();
         try {
-          const rebuilt = await rebuildRegistry({
-            graph: createGraphWriter(driver, noopMetrics, config.neo4j.txTimeoutMs),
+          await producer.connect();
+          const report = await rebuildRegistry({
+            graph: createGraphWriter(driver, noopMetrics, config.neo4j.rebuildTxTimeoutMs),
             admin: createGroupAdmin(admin),
             reader: createTopicReader(kafka),
+            sink: createRecordSink(producer, names, SERVICE_VERSION),
             groupId: config.kafka.group,
-            topic: topicNames(config.topics).source["registry-mutation"],
+            topic: names.source["registry-mutation"],
             decoder: createAvroDecoder(createSchemaRegistry(config.registry)),
             tenants: config.tenants,
             shared: sharedDatabases(config.tenants),
             rules: validationRules(config.tenants, config.limits),
+          }).catch((error: unknown) => {
+            if (error instanceof RebuildFailedError) printRebuild(error.report, options.json === true);
+            throw error;
           });
-          printRows(rebuilt, { json: options.json === true, title: "registry projection rebuilt" });
+          printRebuild(report, options.json === true);
         } finally {
+          await producer.disconnect();
           await admin.disconnect();
           await driver.close();
         }
       }),
     );
+}
+
+/**
+ * Per tenant whether it was rebuilt (anything else: its graph is as it was), then the records left
+ * out and dead-lettered. With --json, one document: `{ tenants, deadLettered }`.
+ */
+function printRebuild(report: RebuildReport, json: boolean): void {
+  if (json) {
+    process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+    return;
+  }
+  printRows(report.tenants, { title: "registry projection rebuild (a tenant not rebuilt keeps its graph as it was)" });
+  printRows(report.deadLettered, {
+    title: "registry records left out and dead-lettered",
+    empty: "none: every record was read and applied",
+  });
 }

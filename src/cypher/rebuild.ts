@@ -12,25 +12,30 @@ import { keyIndex, scopedKey } from "./tenant.js";
  * (observed_count, last_observed_at). Agent nodes stay, so PRODUCED and CAN_ESCALATE_TO keep their
  * ends; Tool and Workflow nodes stay, and the replayed snapshots set their properties again.
  *
- * `$tenant_id` scopes each statement to one tenant on a database several tenants share.
+ * These run in the same explicit transaction as the §3.1/§3.2 statements that rebuild (hence no
+ * `CALL { … } IN TRANSACTIONS`, which would commit the wipe on its own): a failure anywhere rolls
+ * the wipe back with everything else. Each takes one row, `{tenant_id}`, which scopes it to one
+ * tenant on a database several tenants share and is ignored otherwise.
  */
-const agents = (scoped: boolean) => `(a:Agent${scoped ? " {tenant_id: $tenant_id}" : ""})`;
+const agents = (scoped: boolean) => `(a:Agent${scoped ? " {tenant_id: row.tenant_id}" : ""})`;
 
 export const wipeRegistryEdges = (scoped: boolean): string => `
+UNWIND $rows AS row
 MATCH ${agents(scoped)}-[r:AUTHORIZED_FOR|OWNS_WORKFLOW]->()
-CALL (r) { DELETE r } IN TRANSACTIONS OF 10000 ROWS
+DELETE r
 `;
 
 export const wipeDeclared = (scoped: boolean): string => `
+UNWIND $rows AS row
 MATCH ${agents(scoped)}-[r:CAN_ESCALATE_TO]->(:Agent)
 WHERE r.declared = true
-CALL (r) { SET r.declared = false } IN TRANSACTIONS OF 10000 ROWS
+SET r.declared = false
 `;
 
-/** The agents whose latest record on the topic is a snapshot: the rebuild sets all of this again. */
+/** The agents whose latest record on the topic is a snapshot (one row each): the rebuild sets all of this again. */
 export const wipeAgentRegistryState = (scoped: boolean): string => `
-UNWIND $agent_ids AS agent_id
-MATCH (a:Agent {${scopedKey(scoped, "$tenant_id")}agent_id: agent_id})
+UNWIND $rows AS row
+MATCH (a:Agent {${scopedKey(scoped, "row.tenant_id")}agent_id: row.agent_id})
 ${keyIndex(scoped, "a", "Agent", "agent_id")}
 SET a.name             = null,
     a.family           = null,

@@ -1,5 +1,13 @@
 /** A write pattern's name, as the spec numbers it; metrics and logs use these names. */
-export type StatementName = "3.1" | "3.1-tombstone" | "3.2" | "3.3" | "3.4" | "outcome" | "escalated-to";
+export type StatementName =
+  | "3.1"
+  | "3.1-tombstone"
+  | "3.2"
+  | "3.3"
+  | "3.4"
+  | "outcome"
+  | "escalated-to"
+  | "rebuild-wipe";
 
 /** One Cypher statement applying a whole batch: `UNWIND $rows AS row`, every value a parameter. */
 export interface Statement {

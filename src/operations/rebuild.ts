@@ -1,64 +1,235 @@
 import { HistoryGoneError } from "../adapters/kafka/history.js";
 import type { TenantRoute } from "../config.js";
 import { wipeAgentRegistryState, wipeDeclared, wipeRegistryEdges } from "../cypher/rebuild.js";
+import type { Statement } from "../cypher/statement.js";
+import { boundedText, classify, errorMessage, neo4jCode } from "../errors.js";
+import type { RegistryEvent } from "../model/events.js";
+import type { RejectReason } from "../model/fate.js";
 import type { ValidationRules } from "../model/validate.js";
-import type { Decoder, GraphWriter, GroupAdmin, TopicReader } from "../ports.js";
+import type { Decoder, GraphWriter, GroupAdmin, RecordSink, SinkItem, SourceRecord, TopicReader } from "../ports.js";
+import type { Indexed } from "../projection/plan.js";
 import { projectRegistry } from "../projection/registry.js";
 import { readRegistryTopic } from "../reconcile/reconcile.js";
 
-/** Registry events applied per transaction while rebuilding. */
-const REBUILD_CHUNK = 1000;
+/** Where one tenant stands after a rebuild. Anything but `rebuilt` left that tenant's graph as it was. */
+export type RebuildStatus = "rebuilt" | "failed" | "not attempted";
 
 export type RebuildResult = {
   readonly tenant: string;
   readonly database: string;
+  readonly status: RebuildStatus;
+  /** Registry records of the tenant applied (or that would have been). */
   readonly records: number;
   readonly agents: number;
+  /** Records of the tenant Neo4j refused, dead-lettered and left out. */
+  readonly rejected: number;
 };
 
+/** A registry record the rebuild left out and dead-lettered, and why. */
+export type NotApplied = {
+  readonly source: string;
+  readonly key: string | null;
+  readonly reason: RejectReason;
+  readonly message: string;
+};
+
+export interface RebuildReport {
+  readonly tenants: readonly RebuildResult[];
+  readonly deadLettered: readonly NotApplied[];
+}
+
 /**
- * §7's wipe-and-rebuild, from what lasts. Refuses while the group has active members, and when the
- * compacted registry topic no longer starts at offset 0 (records deleted, not compacted: the latest
- * snapshot of some agent may be gone). Then, per served tenant, wipes what the registry owns (see
- * cypher/rebuild.ts) and applies the registry topic's records again, in offset order, through the
- * same §3.1/§3.2 statements and version guard as the service. The consumer group's offsets are not
- * touched: nothing else needs re-reading.
+ * A tenant's rebuild failed: its transaction was rolled back, so its graph is as it was, as is every
+ * tenant after it (not attempted); the tenants before it are rebuilt. `report` says which is which.
+ */
+export class RebuildFailedError extends Error {
+  override readonly name = "RebuildFailedError";
+  constructor(
+    readonly report: RebuildReport,
+    tenant: string,
+    cause: unknown,
+  ) {
+    super(
+      `rebuild of tenant "${tenant}" failed and was rolled back (its graph is as it was): ${boundedText(errorMessage(cause))}`,
+      { cause },
+    );
+  }
+}
+
+/**
+ * §7's wipe-and-rebuild, from what lasts, all or nothing per tenant. Refuses while the group has
+ * active members, and when the compacted registry topic no longer starts at offset 0 (records
+ * deleted, not compacted: the latest snapshot of some agent may be gone).
+ *
+ * Everything is read and validated before the graph changes; records that do not validate are
+ * dead-lettered with their reason (as the service does when it consumes them) and reported. Then,
+ * per served tenant, one write transaction wipes what the registry owns (see cypher/rebuild.ts) and
+ * applies the tenant's registry records again, in offset order, through the same §3.1/§3.2
+ * statements and version guard as the service: a failure anywhere (Neo4j away past the writer's
+ * retry budget, the process killed) rolls it all back. When Neo4j refuses the data itself, the
+ * records it refuses are found in transactions that are rolled back (halving, as the service
+ * narrows a batch), dead-lettered as `neo4j-rejected`, and the tenant is rebuilt without them.
+ *
+ * Tenants are rebuilt one after another, each in its own transaction; when one fails, the ones
+ * before it stay rebuilt and it and the ones after it are unchanged (RebuildFailedError). Running
+ * the rebuild again is safe. The consumer group's offsets are not touched: nothing else needs re-reading.
  */
 export async function rebuildRegistry(options: {
   graph: GraphWriter;
   admin: GroupAdmin;
   reader: TopicReader;
+  /** Where records that cannot be read or written are dead-lettered. */
+  sink: RecordSink;
   groupId: string;
   topic: string;
   decoder: Decoder;
   tenants: readonly TenantRoute[];
   shared: ReadonlySet<string>;
   rules: ValidationRules;
-}): Promise<RebuildResult[]> {
+}): Promise<RebuildReport> {
+  const { graph, sink } = options;
   await options.admin.assertNoActiveMembers(options.groupId);
   const gaps = await options.admin.historyGaps([options.topic], { earliest: true });
   if (gaps.length > 0) throw new HistoryGoneError(gaps, "rebuild");
 
-  const { events } = await readRegistryTopic(options.reader, options.topic, options.decoder, options.rules);
-  const results: RebuildResult[] = [];
-  for (const route of options.tenants) {
+  const read = await readRegistryTopic(options.reader, options.topic, options.decoder, options.rules);
+  const deadLetters: NotApplied[] = [];
+  const unreadable = read.rejected.map(({ record, rejection }) =>
+    deadLetter(record, rejection.reason, boundedText(rejection.message)),
+  );
+  await send(sink, unreadable, deadLetters);
+
+  const results: RebuildResult[] = options.tenants.map((route) => {
+    const mine = read.events.filter((event) => event.tenant_id === route.tenantId);
+    return {
+      tenant: route.tenantId,
+      database: route.database,
+      status: "not attempted",
+      records: mine.length,
+      agents: new Set(mine.map((event) => event.agent_id)).size,
+      rejected: 0,
+    };
+  });
+  const report = (): RebuildReport => ({ tenants: [...results], deadLettered: [...deadLetters] });
+
+  for (const [n, route] of options.tenants.entries()) {
     const scoped = options.shared.has(route.database);
-    const mine = events.filter((event) => event.tenant_id === route.tenantId);
-    const latest = new Map<string, string>();
-    for (const event of mine) latest.set(event.agent_id, event.kind);
-    const snapshotted = [...latest].filter(([, kind]) => kind === "registry-snapshot").map(([id]) => id);
-    const scope = scoped ? { tenant_id: route.tenantId } : {};
-    await options.graph.runAutoCommit(route.database, wipeRegistryEdges(scoped), scope);
-    await options.graph.runAutoCommit(route.database, wipeDeclared(scoped), scope);
-    await options.graph.runAutoCommit(route.database, wipeAgentRegistryState(scoped), {
-      ...scope,
-      agent_ids: snapshotted,
+    const mine: Indexed<RegistryEvent>[] = [];
+    read.events.forEach((event, i) => {
+      if (event.tenant_id === route.tenantId) mine.push({ i, event });
     });
-    for (let start = 0; start < mine.length; start += REBUILD_CHUNK) {
-      const chunk = mine.slice(start, start + REBUILD_CHUNK).map((event, i) => ({ i, event }));
-      await options.graph.apply(route.database, projectRegistry(chunk, scoped).statements);
+    const build = (events: readonly Indexed<RegistryEvent>[]) => rebuildStatements(route.tenantId, scoped, events);
+    const result = results[n] as RebuildResult;
+    try {
+      let refused: Refused[] = [];
+      try {
+        await graph.apply(route.database, build(mine));
+      } catch (error) {
+        refused = await refusedRecords(graph, route.database, build, mine, error);
+        const left = new Set(refused.map(({ i }) => i));
+        const rest = mine.filter(({ i }) => !left.has(i));
+        // Dead-lettered before the write, so that a record left out is never lost unreported.
+        const items = refused.map(({ i, error: cause }) =>
+          deadLetter(read.sources[i] as SourceRecord, "neo4j-rejected", rejectedMessage(cause)),
+        );
+        await send(sink, items, deadLetters);
+        await graph.apply(route.database, build(rest));
+      }
+      results[n] = { ...result, status: "rebuilt", records: result.records - refused.length, rejected: refused.length };
+    } catch (error) {
+      results[n] = { ...result, status: "failed" };
+      throw new RebuildFailedError(report(), route.tenantId, error);
     }
-    results.push({ tenant: route.tenantId, database: route.database, records: mine.length, agents: latest.size });
   }
-  return results;
+  return report();
+}
+
+/** One tenant's rebuild, to run in one transaction: the wipe, then §3.1/§3.2 over its events. */
+export function rebuildStatements(
+  tenantId: string,
+  scoped: boolean,
+  events: readonly Indexed<RegistryEvent>[],
+): Statement[] {
+  const latest = new Map<string, RegistryEvent["kind"]>();
+  for (const { event } of events) latest.set(event.agent_id, event.kind);
+  const snapshotted = [...latest].filter(([, kind]) => kind === "registry-snapshot").map(([id]) => id);
+  const tenant = [{ tenant_id: tenantId }];
+  return [
+    { name: "rebuild-wipe", cypher: wipeRegistryEdges(scoped), params: { rows: tenant } },
+    { name: "rebuild-wipe", cypher: wipeDeclared(scoped), params: { rows: tenant } },
+    {
+      name: "rebuild-wipe",
+      cypher: wipeAgentRegistryState(scoped),
+      params: { rows: snapshotted.map((agent_id) => ({ tenant_id: tenantId, agent_id })) },
+    },
+    ...projectRegistry(events, scoped).statements,
+  ];
+}
+
+type Refused = { readonly i: number; readonly error: unknown };
+
+/**
+ * The records Neo4j refuses, found by halving in transactions that are rolled back. A failure that
+ * is not the data's (errors.ts: transient or fatal) is thrown; so is the first failure when no
+ * record alone is refused (the rest will fail again and be rolled back), and an unrecognised error
+ * on a lone record while Neo4j does not answer.
+ */
+async function refusedRecords(
+  graph: GraphWriter,
+  database: string,
+  build: (events: readonly Indexed<RegistryEvent>[]) => Statement[],
+  events: readonly Indexed<RegistryEvent>[],
+  first: unknown,
+): Promise<Refused[]> {
+  recordFaultOrThrow(first);
+  const search = async (part: readonly Indexed<RegistryEvent>[], known?: unknown): Promise<Refused[]> => {
+    let error = known;
+    if (error === undefined) {
+      try {
+        await graph.trial(database, build(part));
+        return [];
+      } catch (caught) {
+        recordFaultOrThrow(caught);
+        error = caught;
+      }
+    }
+    if (part.length === 1) {
+      if (classify(error) === "unknown") await graph.ping();
+      return [{ i: (part[0] as Indexed<RegistryEvent>).i, error }];
+    }
+    const half = Math.ceil(part.length / 2);
+    return [...(await search(part.slice(0, half))), ...(await search(part.slice(half)))];
+  };
+  const refused = await search(events, first);
+  if (refused.length === 0) throw first;
+  return refused;
+}
+
+function recordFaultOrThrow(error: unknown): void {
+  const retryClass = classify(error);
+  if (retryClass === "transient" || retryClass === "fatal") throw error;
+}
+
+function rejectedMessage(error: unknown): string {
+  const code = neo4jCode(error) ?? (error instanceof Error ? error.name : "error");
+  return boundedText(`${code}: ${errorMessage(error)}`);
+}
+
+function deadLetter(record: SourceRecord, reason: RejectReason, message: string): SinkItem {
+  return { kind: "dead-letter", record, stream: "registry-mutation", fate: { kind: "dead-lettered", reason, message } };
+}
+
+async function send(sink: RecordSink, items: readonly SinkItem[], reported: NotApplied[]): Promise<void> {
+  if (items.length === 0) return;
+  await sink.send(items);
+  for (const item of items) {
+    if (item.kind !== "dead-letter") continue;
+    const { record, fate } = item;
+    reported.push({
+      source: `${record.topic}:${record.partition}:${record.offset}`,
+      key: record.key?.toString() ?? null,
+      reason: fate.reason,
+      message: fate.message,
+    });
+  }
 }

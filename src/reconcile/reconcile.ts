@@ -54,26 +54,39 @@ export async function reconcileRegistry(options: {
   return { agents: registry.size, drift, unreadable, repaired };
 }
 
+/** The registry topic as read: its events with the records they came from, and the records that did not validate. */
+export interface RegistryRead {
+  readonly events: RegistryEvent[];
+  /** `sources[n]` is the record `events[n]` was read from. */
+  readonly sources: SourceRecord[];
+  readonly rejected: { readonly record: SourceRecord; readonly rejection: Rejection }[];
+  readonly unreadable: number;
+}
+
 /**
  * The registry topic read to its end and validated, in offset order per partition (so per agent);
- * records that do not validate are counted, not returned. Each record is read as the consumer reads it.
+ * records that do not validate are returned apart, with why. Each record is read as the consumer reads it.
  */
 export async function readRegistryTopic(
   reader: TopicReader,
   topic: string,
   decoder: Decoder,
   rules: ValidationRules,
-): Promise<{ events: RegistryEvent[]; unreadable: number }> {
+): Promise<RegistryRead> {
   const records: SourceRecord[] = [];
   await reader.readToEnd([topic], (record) => records.push(record));
   const events: RegistryEvent[] = [];
-  let unreadable = 0;
+  const sources: SourceRecord[] = [];
+  const rejected: RegistryRead["rejected"] = [];
   for (const record of records) {
     const event = await toEvent("registry-mutation", record, { decoder, rules });
-    if (event instanceof Rejection) unreadable += 1;
-    else if (event.kind === "registry-snapshot" || event.kind === "registry-tombstone") events.push(event);
+    if (event instanceof Rejection) rejected.push({ record, rejection: event });
+    else if (event.kind === "registry-snapshot" || event.kind === "registry-tombstone") {
+      events.push(event);
+      sources.push(record);
+    }
   }
-  return { events, unreadable };
+  return { events, sources, rejected, unreadable: rejected.length };
 }
 
 async function readProjection(

@@ -73,6 +73,7 @@ describe("the projector on real Kafka, registry and Neo4j", () => {
       graph: harness.graph(),
       admin: createGroupAdmin(harness.admin),
       reader: createTopicReader(harness.kafka),
+      sink: harness.sink(),
       groupId: harness.config.kafka.group,
       topic: harness.names.source["registry-mutation"],
       decoder: createAvroDecoder(harness.registry),

@@ -129,7 +129,9 @@ describe("rebuild from what lasts, on real servers", () => {
 
     // Tamper with the registry projection so that the rebuild has something to restore.
     await harness.driver.executeQuery("MATCH (:Agent)-[r:AUTHORIZED_FOR]->() WITH r LIMIT 3 DELETE r");
-    await harness.driver.executeQuery("MATCH (a:Agent) WHERE a.name IS NOT NULL WITH a LIMIT 2 SET a.name = 'stray'");
+    // Only agents the compacted topic still describes: compaction may have removed every record of a
+    // deregistered one, whose properties a rebuild then keeps as the graph holds them.
+    await harness.driver.executeQuery("MATCH (a:Agent) WHERE a.status = 'active' WITH a LIMIT 2 SET a.name = 'stray'");
     await harness.driver.executeQuery(
       "MATCH (a:Agent)-[r:CAN_ESCALATE_TO]->(:Agent) WHERE r.declared = true WITH r LIMIT 2 SET r.declared = false",
     );
@@ -139,6 +141,7 @@ describe("rebuild from what lasts, on real servers", () => {
       graph: harness.graph(),
       admin: createGroupAdmin(harness.admin),
       reader: createTopicReader(harness.kafka),
+      sink: harness.sink(),
       groupId: harness.config.kafka.group,
       topic: registryTopic,
       decoder: createAvroDecoder(harness.registry),
@@ -146,7 +149,7 @@ describe("rebuild from what lasts, on real servers", () => {
       shared: new Set(),
       rules: { servedTenants: new Set(["default"]), maxListLength: 1000, maxIdLength: 256, maxTextLength: 4096 },
     });
-    expect(rebuilt[0]?.records).toBeLessThan(log.registry.length);
+    expect(rebuilt.tenants[0]?.records).toBeLessThan(log.registry.length);
     expect(await harness.dump()).toEqual(before);
   }, 300_000);
 });

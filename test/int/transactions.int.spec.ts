@@ -242,6 +242,7 @@ describe("transactional source topics", () => {
       graph: harness.graph(),
       admin: createGroupAdmin(harness.admin),
       reader: createTopicReader(harness.kafka, READ_BOUND_MS),
+      sink: harness.sink(),
       groupId: harness.config.kafka.group,
       topic: harness.names.source["registry-mutation"],
       decoder: createAvroDecoder(harness.registry),
@@ -249,7 +250,7 @@ describe("transactional source topics", () => {
       shared: new Set(),
       rules: RULES,
     });
-    expect(rebuilt.map((result) => result.records)).toEqual([log.registry.length]);
+    expect(rebuilt.tenants.map((result) => result.records)).toEqual([log.registry.length]);
     expect(diffGraphs(referenceGraph(committed), await harness.dump())).toEqual([]);
   });
 
@@ -262,7 +263,9 @@ describe("transactional source topics", () => {
     expect((JSON.parse(dlq.stdout) as { key: string }[]).map((row) => row.key)).toEqual(["poison-committed"]);
     const rebuild = await cli(["rebuild", "--yes", "--json"]);
     expect(rebuild.code, rebuild.output).toBe(0);
-    expect(JSON.parse(rebuild.stdout)).toMatchObject([{ tenant: "default", records: log.registry.length }]);
+    expect(JSON.parse(rebuild.stdout)).toMatchObject({
+      tenants: [{ tenant: "default", records: log.registry.length }],
+    });
     expect(diffGraphs(referenceGraph(committed), await harness.dump())).toEqual([]);
   });
 

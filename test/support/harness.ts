@@ -7,6 +7,7 @@ import { ensureTopics, fetchLag, replicationFor, topicSpecs } from "../../src/ad
 import { createProducer, sendBatchAtLeastOnce } from "../../src/adapters/kafka/client.js";
 import { publishEvents, streamOf, toMessage } from "../../src/adapters/kafka/event-publisher.js";
 import { readTopicsToEnd } from "../../src/adapters/kafka/read-topic.js";
+import { createRecordSink } from "../../src/adapters/kafka/record-sink.js";
 import { dumpGraph } from "../../src/adapters/neo4j/dump.js";
 import { createGraphWriter } from "../../src/adapters/neo4j/graph-writer.js";
 import { registerSchemas } from "../../src/adapters/registry/schema-registry.js";
@@ -14,7 +15,7 @@ import { type Config, loadConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import type { ProjectorEvent } from "../../src/model/events.js";
 import type { CanonicalGraph } from "../../src/model/graph.js";
-import { noopMetrics } from "../../src/ports.js";
+import { noopMetrics, type RecordSink } from "../../src/ports.js";
 import { type RunningService, startService } from "../../src/service.js";
 import { consumedTopics, HEADER, type Stream, type TopicNames, topicNames } from "../../src/topics.js";
 
@@ -169,6 +170,11 @@ export class Harness {
   async encode(event: ProjectorEvent): Promise<{ key: string | null; value: Buffer | null }> {
     if (!this.schemaIds) throw new Error("harness not created with Harness.create");
     return (await toMessage(this.registry, this.schemaIds, event)) as { key: string | null; value: Buffer | null };
+  }
+
+  /** The retry and dead-letter topics of this spec, as the service hands records to them. */
+  sink(): RecordSink {
+    return createRecordSink(this.producer, this.names, "test");
   }
 
   /** Everything on the three dead-letter topics so far. */

@@ -29,7 +29,7 @@ function deps(overrides: Partial<BatchDeps> = {}) {
         return batch.map((s): StatementResult => ({ name: s.name, records: [], counters: NO_WRITES }));
       },
       read: async () => [],
-      runAutoCommit: async () => {},
+      trial: async () => {},
       ping: async () => {},
       close: async () => {},
     },
@@ -131,7 +131,7 @@ describe("processBatch", () => {
           throw Object.assign(new Error("connection refused"), { code: "ServiceUnavailable" });
         },
         read: async () => [],
-        runAutoCommit: async () => {},
+        trial: async () => {},
         ping: async () => {},
         close: async () => {},
       },
@@ -156,7 +156,7 @@ describe("processBatch", () => {
           );
         },
         read: async () => [],
-        runAutoCommit: async () => {},
+        trial: async () => {},
         ping: async () => {},
         close: async () => {},
       },
@@ -214,7 +214,7 @@ describe("processBatch", () => {
           return batch.map((s): StatementResult => ({ name: s.name, records: [], counters: NO_WRITES }));
         },
         read: async () => [],
-        runAutoCommit: async () => {},
+        trial: async () => {},
         ping: async () => {},
         close: async () => {},
       };

@@ -182,6 +182,7 @@ describe("the group's active members are checked in one place", () => {
         graph: {} as never,
         admin: busy,
         reader,
+        sink: {} as never,
         groupId: "g",
         topic: "registry",
         decoder: jsonDecoder,

@@ -118,7 +118,11 @@ export function createGraphWriter(
     }
   }
 
-  async function applyOnce(database: string, statements: readonly Statement[]): Promise<StatementResult[]> {
+  async function applyOnce(
+    database: string,
+    statements: readonly Statement[],
+    commit = true,
+  ): Promise<StatementResult[]> {
     const session = driver.session({ database, defaultAccessMode: neo4j.session.WRITE });
     return bounded(session, async () => {
       const tx = await session.beginTransaction({ timeout: txTimeoutMs });
@@ -139,7 +143,8 @@ export function createGraphWriter(
             },
           });
         }
-        await tx.commit();
+        if (commit) await tx.commit();
+        else await tx.rollback();
         return results;
       } catch (error) {
         if (tx.isOpen()) await tx.rollback().catch(() => {});
@@ -209,13 +214,11 @@ export function createGraphWriter(
         () => {},
       ),
 
-    async runAutoCommit(database: string, cypher: string, params: Record<string, unknown> = {}) {
-      const session = driver.session({ database, defaultAccessMode: neo4j.session.WRITE });
-      try {
-        await session.run(cypher, params);
-      } finally {
-        await session.close();
-      }
+    async trial(database: string, statements: readonly Statement[]) {
+      await retrying(
+        (timed) => writeSlot(() => timed(() => applyOnce(database, statements, false))),
+        () => metrics.recordTransactionRetry(),
+      );
     },
 
     async ping() {
