@@ -304,8 +304,12 @@ export function createProjectorConsumer(
   consumer.on(consumer.events.CRASH, (event) => {
     joined = false;
     const { error, restart } = event.payload;
-    deps.logger.error({ error: errorMessage(error), restart }, "consumer crashed");
-    if (!restart) deps.onFatal(error);
+    // kafkajs restarts the consumer after an error it retries: a warning; otherwise the service stops.
+    if (restart) deps.logger.warn({ error: errorMessage(error), restart }, "consumer crashed; kafkajs restarts it");
+    else {
+      deps.logger.error({ error: errorMessage(error), restart }, "consumer crashed");
+      deps.onFatal(error);
+    }
   });
 
   return {
