@@ -4,7 +4,7 @@ import type { HealthChecks } from "./server.js";
 /** What liveness and readiness look at. */
 export interface HealthInputs {
   readonly clock: Clock;
-  /** Whether the consumer is in the group now, and when it last fetched, applied or paused on purpose. */
+  /** Whether the consumer is in the group now, and since when it made no progress (commits where records wait). */
   readonly consumer: { isJoined(): boolean; lastProgressAt(): number };
   /** Neo4j's `RETURN 1`; a rejection or no answer within `checkTimeoutMs` is "not ready". */
   readonly pingNeo4j: () => Promise<void>;
@@ -12,7 +12,7 @@ export interface HealthInputs {
   readonly pingRegistry: () => Promise<boolean>;
   readonly setReady: (ready: boolean) => void;
   readonly checkTimeoutMs: number;
-  /** Liveness fails when the consumer has neither fetched nor applied anything for this long. */
+  /** Liveness fails when the consumer has made no progress for this long. */
   readonly wedgedAfterMs: number;
 }
 

@@ -7,6 +7,7 @@ import {
   heldOnJoin,
   notDuePauseMs,
   onFailure,
+  progressSince,
   splitDue,
   subBatches,
 } from "../../pipeline/partition-policy.js";
@@ -39,7 +40,7 @@ export interface ProjectorConsumer {
   /** Stops fetching, lets the batch in flight finish and commit, and leaves the group. */
   stop(): Promise<void>;
   isJoined(): boolean;
-  /** When the consumer last fetched, applied or paused on purpose; liveness reads it. */
+  /** Since when it has made no progress: with records waiting a commit or deliberate pause, else a fetch. */
   lastProgressAt(): number;
   assignment(): ReadonlyMap<string, readonly number[]>;
   /** Resumes at once the partitions the catch-up hold paused for these streams, when it has lifted. */
@@ -101,11 +102,11 @@ export function createProjectorConsumer(
   // Set by stop(): from then on nothing resumes or pauses a partition (kafkajs throws "Consumer group
   // was not initialized" at a consumer that has left), whatever timer or hold release fires late.
   let stopping = false;
-  let progressAt = deps.clock.now();
+  let fetchedAt = deps.clock.now();
   let currentAssignment = new Map<string, number[]>();
   const failures = new Map<string, number>();
   /** Source partitions this instance owns: high watermark at the last fetch, and the next offset to commit. */
-  const positions = new Map<string, { stream: Stream; highWatermark: number; next: number }>();
+  const positions = new Map<string, { stream: Stream; highWatermark: number; next: number; progressAt: number }>();
   const timers = new Set<NodeJS.Timeout>();
 
   const isHeld = (stream: Stream) => options.isHeld?.(stream) ?? false;
@@ -133,6 +134,9 @@ export function createProjectorConsumer(
     reason: PauseReason,
     heldStream?: Stream,
   ) => {
+    // A deliberate pause is progress: the partition is looked after, not wedged.
+    const position = positions.get(`${topic}/${partition}`);
+    if (position) position.progressAt = deps.clock.now();
     const resumeAndReport = () => {
       deps.metrics.setPaused(topic, partition, undefined);
       if (!stopping) resume();
@@ -165,6 +169,7 @@ export function createProjectorConsumer(
         deps.metrics.setPaused(topic, partition, undefined);
         deps.metrics.setConsecutiveFailures(topic, partition, 0);
         deps.metrics.setOldestDeferred(topic, partition, undefined);
+        deps.metrics.setLastCommit(topic, partition, undefined);
         failures.delete(`${topic}/${partition}`);
       }
     }
@@ -192,7 +197,6 @@ export function createProjectorConsumer(
     const { batch } = payload;
     const role = roleOfTopic(names, batch.topic);
     const partitionKey = `${batch.topic}/${batch.partition}`;
-    progressAt = deps.clock.now();
     const admission = admitBatch(role, batch.messages.length, isHeld);
     if (!role || admission === "ignore") return;
     if (admission === "hold") {
@@ -201,11 +205,13 @@ export function createProjectorConsumer(
     }
     deps.metrics.recordConsumed(batch.topic, batch.partition, batch.messages.length);
     if (role.role === "source") {
+      const known = positions.get(partitionKey);
       positions.set(partitionKey, {
         stream: role.stream,
         highWatermark: Number(batch.highWatermark),
         // Before this instance's first commit, the batch's first record is a lower bound's safe start.
-        next: positions.get(partitionKey)?.next ?? Number(batch.messages[0]?.offset),
+        next: known?.next ?? Number(batch.messages[0]?.offset),
+        progressAt: known?.progressAt ?? deps.clock.now(),
       });
     }
 
@@ -265,10 +271,14 @@ export function createProjectorConsumer(
         const lastOffset = (chunk.at(-1) as SourceRecord).offset;
         payload.resolveOffset(lastOffset);
         await payload.commitOffsetsIfNecessary();
+        const committedAt = deps.clock.now();
+        deps.metrics.setLastCommit(batch.topic, batch.partition, committedAt);
         const position = positions.get(partitionKey);
-        if (position) position.next = Number(lastOffset) + 1;
+        if (position) {
+          position.next = Number(lastOffset) + 1;
+          position.progressAt = committedAt;
+        }
         await payload.heartbeat();
-        progressAt = deps.clock.now();
         if (role.role === "source") options.onCommitted?.(role.stream);
       }
       if (waitUntil !== undefined) {
@@ -284,6 +294,12 @@ export function createProjectorConsumer(
     const before = currentAssignment;
     currentAssignment = new Map(Object.entries(event.payload.memberAssignment));
     forgetRevoked(before, currentAssignment);
+    // A partition newly ours counts from now: its first commit is due within the stall alert's window.
+    for (const [topic, partitions] of currentAssignment) {
+      const owned = new Set(before.get(topic) ?? []);
+      for (const partition of partitions)
+        if (!owned.has(partition)) deps.metrics.setLastCommit(topic, partition, deps.clock.now());
+    }
     // Another instance may have moved a partition we owned before; start its view afresh.
     positions.clear();
     holdOnJoin(event.payload.memberAssignment);
@@ -299,7 +315,7 @@ export function createProjectorConsumer(
     joined = false;
   });
   consumer.on(consumer.events.FETCH, () => {
-    progressAt = deps.clock.now();
+    fetchedAt = deps.clock.now();
   });
   consumer.on(consumer.events.CRASH, (event) => {
     joined = false;
@@ -333,7 +349,7 @@ export function createProjectorConsumer(
       joined = false;
     },
     isJoined: () => joined,
-    lastProgressAt: () => progressAt,
+    lastProgressAt: () => progressSince(fetchedAt, positions.values()),
     assignment: () => currentAssignment,
     lagSeen() {
       const lag: Record<Stream, number> = { "registry-mutation": 0, "outcome-created": 0, "escalation-edge": 0 };
