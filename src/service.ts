@@ -96,10 +96,12 @@ async function startOrFail(
 
   // The HTTP server first: a port already taken is found before anything else is connected, and
   // /metrics answers while the rest starts. Readiness stays false until the consumer has joined.
-  let probes: HealthChecks | undefined;
+  let probes: Omit<HealthChecks, "started"> | undefined;
+  let started = false;
   const server: Server = await startHttpServer(
     metrics.registry,
     {
+      started: () => started,
       live: () => probes?.live() ?? { ok: true, detail: { starting: true } },
       ready: async () => (probes ? probes.ready() : { ok: false, detail: { starting: true } }),
     },
@@ -267,6 +269,7 @@ async function startOrFail(
   await step(brokers, () => hold.start());
   opened.push(() => consumer.stop());
   await step(`${brokers} (joining group ${config.kafka.group})`, () => consumer.start());
+  started = true;
   logger.info(
     { group: config.kafka.group, topics: lagTopics, metricsPort, version: SERVICE_VERSION },
     "projector running",

@@ -20,7 +20,7 @@ export interface HealthInputs {
  * Liveness and readiness. Readiness is checked on a timer, not per request: probes and scrapes never
  * queue queries on Neo4j; `/readyz` answers the last check.
  */
-export function createHealth(inputs: HealthInputs): HealthChecks & {
+export function createHealth(inputs: HealthInputs): Omit<HealthChecks, "started"> & {
   check(): Promise<void>;
   start(intervalMs: number): void;
   stop(): void;
