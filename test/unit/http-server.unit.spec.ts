@@ -10,7 +10,7 @@ describe("health endpoints", () => {
 
   it("/startupz answers 503 until start-up has finished, then 200; /healthz and /readyz answer meanwhile", async () => {
     let started = false;
-    server = await startHttpServer(
+    const running = await startHttpServer(
       new Registry(),
       {
         started: () => started,
@@ -20,7 +20,8 @@ describe("health endpoints", () => {
       "127.0.0.1",
       0,
     );
-    const url = (path: string) => `http://127.0.0.1:${(server?.address() as AddressInfo).port}${path}`;
+    server = running;
+    const url = (path: string) => `http://127.0.0.1:${(running.address() as AddressInfo).port}${path}`;
     const status = async (path: string) => (await fetch(url(path))).status;
     expect(await status("/startupz")).toBe(503);
     expect(await (await fetch(url("/startupz"))).json()).toEqual({ status: "starting" });
