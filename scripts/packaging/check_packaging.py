@@ -222,7 +222,8 @@ def check_dashboard(repo: Path) -> None:
     wanted = ["agp_consumer_lag", "agp_records_consumed_total", "agp_writes_total", "agp_oldest_deferred_age_seconds",
               "agp_batch_duration_seconds_bucket", "agp_transaction_retries_total", "agp_rebalances_total",
               "agp_neo4j_updates_total", 'result=~"deferred|dead-lettered"', "agp_freshness_seconds_bucket",
-              "agp_partition_paused", "agp_partition_consecutive_failures", "agp_build_info", "$__rate_interval"]
+              "agp_partition_paused", "agp_partition_consecutive_failures", "agp_build_info", "$__rate_interval",
+              "agp_last_commit_timestamp_seconds"]
     all_exprs = "\n".join(t["expr"] for p in dashboard["panels"] for t in p.get("targets", []))
     missing = [w for w in wanted if w not in all_exprs]
     if missing:
