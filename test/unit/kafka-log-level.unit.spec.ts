@@ -55,7 +55,7 @@ describe("kafkajs log levels: ERROR only for what someone must act on", () => {
       kafkaLogLevel(logLevel.ERROR, "Crash: KafkaJSProtocolError: The group coordinator is not available", {
         groupId: "g",
       }),
-    ).toBe("info");
+    ).toBe("warn");
   });
 
   it("what kafkajs does not retry stays an error; warnings stay warnings, the rest is debug", () => {

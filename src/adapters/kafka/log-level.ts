@@ -21,8 +21,9 @@ export type LogLevelName = "error" | "warn" | "info" | "debug";
 /**
  * The level a kafkajs log line gets in our log. ERROR is kept for what someone must act on: a broker
  * error that kafkajs retries or answers by re-joining (a coordinator not yet elected, a leader election,
- * a rebalance) is routine, info; any other line kafkajs follows with a retry (`retryTime`: a reconnect, a
- * consumer restart) is a warning, and if the retries run out the caller's own error says so.
+ * a rebalance) is routine, info; a consumer crash on such an error, and any other line kafkajs follows
+ * with a retry (`retryTime`: a reconnect, a consumer restart), is a warning; if the retries run out,
+ * the caller's own error says so.
  */
 export function kafkaLogLevel(
   level: logLevel,
@@ -30,9 +31,11 @@ export function kafkaLogLevel(
   fields: Readonly<Record<string, unknown>>,
 ): LogLevelName {
   if (level === logLevel.ERROR) {
-    const cause = typeof fields.error === "string" ? fields.error : message.replace(/^Crash: \w+: /, "");
+    const crash = /^Crash: \w+: /.exec(message);
+    const cause = typeof fields.error === "string" ? fields.error : message.slice(crash?.[0].length ?? 0);
     const known = byMessage.get(cause);
-    if (known && (known.retriable || REJOINED.has(known.type))) return "info";
+    // A crash on a retried error: kafkajs restarts the consumer, which is worth a warning, not a page.
+    if (known && (known.retriable || REJOINED.has(known.type))) return crash ? "warn" : "info";
     if (typeof fields.retryTime === "number") return "warn";
     return "error";
   }
