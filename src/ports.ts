@@ -167,6 +167,8 @@ export interface ConsumerMetrics {
   setPaused(topic: string, partition: number, reason: PauseReason | undefined): void;
   /** Infrastructure failures in a row on the partition; 0 after a batch succeeds. */
   setConsecutiveFailures(topic: string, partition: number, count: number): void;
+  /** Wall-clock time of the partition's last commit (or of its assignment); `undefined`: no longer ours. */
+  setLastCommit(topic: string, partition: number, atMs: number | undefined): void;
 }
 
 export const noopMetrics: Metrics = {

@@ -48,7 +48,7 @@ export interface RunningService {
   stop(reason?: string): Promise<void>;
 }
 
-/** Liveness fails when the consumer has neither fetched nor applied anything for this long. */
+/** Liveness fails when a partition with records waiting has not committed (or paused on purpose) for this long. */
 const WEDGED_AFTER_MS = 5 * 60_000;
 /** How often readiness is checked (Neo4j `RETURN 1`, the registry's `/subjects`), and each check's bound. */
 const READY_CHECK_MS = 5_000;
@@ -87,16 +87,22 @@ async function startOrFail(
   /** One start-up step, tried until the deadline (startup.ts); a stop request ends it at once. */
   const step = <T>(what: string, attempt: () => Promise<T>): Promise<T> =>
     untilDeadline(what, deadlineAt, attempt, clock, systemSleep, stopStartup);
-  const metrics = createPrometheusMetrics({ version: SERVICE_VERSION, retryMaxAgeMs: config.retry.maxAgeMs });
   const names = topicNames(config.topics);
+  const metrics = createPrometheusMetrics({
+    version: SERVICE_VERSION,
+    retryMaxAgeMs: config.retry.maxAgeMs,
+    topics: { consumed: consumedTopics(names), deadLetter: Object.values(names.deadLetter) },
+  });
   const databases = new Map(config.tenants.map((route) => [route.tenantId, route.database]));
 
   // The HTTP server first: a port already taken is found before anything else is connected, and
   // /metrics answers while the rest starts. Readiness stays false until the consumer has joined.
-  let probes: HealthChecks | undefined;
+  let probes: Omit<HealthChecks, "started"> | undefined;
+  let started = false;
   const server: Server = await startHttpServer(
     metrics.registry,
     {
+      started: () => started,
       live: () => probes?.live() ?? { ok: true, detail: { starting: true } },
       ready: async () => (probes ? probes.ready() : { ok: false, detail: { starting: true } }),
     },
@@ -268,6 +274,7 @@ async function startOrFail(
   await step(brokers, () => hold.start());
   opened.push(() => consumer.stop());
   await step(`${brokers} (joining group ${config.kafka.group})`, () => consumer.start());
+  started = true;
   logger.info(
     { group: config.kafka.group, topics: lagTopics, metricsPort, version: SERVICE_VERSION },
     "projector running",

@@ -222,13 +222,53 @@ def check_dashboard(repo: Path) -> None:
     wanted = ["agp_consumer_lag", "agp_records_consumed_total", "agp_writes_total", "agp_oldest_deferred_age_seconds",
               "agp_batch_duration_seconds_bucket", "agp_transaction_retries_total", "agp_rebalances_total",
               "agp_neo4j_updates_total", 'result=~"deferred|dead-lettered"', "agp_freshness_seconds_bucket",
-              "agp_partition_paused", "agp_partition_consecutive_failures", "agp_build_info", "$__rate_interval"]
+              "agp_partition_paused", "agp_partition_consecutive_failures", "agp_build_info", "$__rate_interval",
+              "agp_last_commit_timestamp_seconds"]
     all_exprs = "\n".join(t["expr"] for p in dashboard["panels"] for t in p.get("targets", []))
     missing = [w for w in wanted if w not in all_exprs]
     if missing:
         fail(f"dashboard lacks panels for {missing}")
     else:
         ok("dashboard covers lag, freshness, throughput, writes, paused partitions, failures, deferred/dead-lettered, batch latency, retries, rebalances, Neo4j updates, build info")
+
+
+def check_rule_overrides(rules_file: Path, service: str) -> None:
+    """ci/full-values.yaml overrides AgpPartitionSilent (for 5m, threshold 600, severity warning) and adds
+    team: graph to every alert; the job matcher names the release's Service (the ServiceMonitor's job)."""
+    rules = {r["alert"]: r for g in yaml.safe_load(rules_file.read_text())["groups"] for r in g["rules"]}
+    silent = rules["AgpPartitionSilent"]
+    if silent.get("for") != "5m" or "> 600 # threshold" not in silent["expr"]:
+        fail(f"AgpPartitionSilent not overridden: for {silent.get('for')}, expr {silent['expr']!r}")
+    if silent["labels"].get("severity") != "warning":
+        fail(f"AgpPartitionSilent severity override lost: {silent['labels']}")
+    if rules["AgpPartitionStalled"]["labels"].get("severity") != "critical":
+        fail("an override leaked into another alert")
+    for name, rule in rules.items():
+        if rule["labels"].get("team") != "graph":
+            fail(f"{name}: extraLabels missing")
+        if "agent-graph-projector.*" in rule["expr"]:
+            fail(f"{name}: job matcher not replaced by the release's Service")
+    if f'job="{service}"' not in rules["AgpNoInstance"]["expr"]:
+        fail(f"AgpNoInstance does not look for job={service}")
+
+
+def check_pod_selection(manifests: Path) -> None:
+    """The PDB and the Service select labels the projector's pods carry and the migrate Job's pod does not."""
+    docs = [d for d in yaml.safe_load_all(manifests.read_text()) if d]
+    by_kind = {d["kind"]: d for d in docs}
+    projector = by_kind["Deployment"]["spec"]["template"]["metadata"]["labels"]
+    migrate = by_kind["Job"]["spec"]["template"]["metadata"]["labels"]
+    for kind, selector in (
+        ("PodDisruptionBudget", by_kind["PodDisruptionBudget"]["spec"]["selector"]["matchLabels"]),
+        ("Service", by_kind["Service"]["spec"]["selector"]),
+    ):
+        if not all(projector.get(k) == v for k, v in selector.items()):
+            fail(f"{kind} does not select the projector's pods: {selector}")
+        if all(migrate.get(k) == v for k, v in selector.items()):
+            fail(f"{kind} also selects the migrate Job's pod: {selector}")
+    container = by_kind["Deployment"]["spec"]["template"]["spec"]["containers"][0]
+    if container["startupProbe"]["httpGet"]["path"] != "/startupz":
+        fail(f"startup probe on {container['startupProbe']['httpGet']['path']}, not /startupz")
 
 
 def main() -> None:
@@ -241,6 +281,10 @@ def main() -> None:
         check_chart_env(Path(args[0]), set(json.loads(Path(args[1]).read_text())), [Path(a) for a in args[2:]])
     elif command == "dashboard":
         check_dashboard(Path(args[0]))
+    elif command == "rule-overrides":
+        check_rule_overrides(Path(args[0]), args[1])
+    elif command == "pod-selection":
+        check_pod_selection(Path(args[0]))
     else:
         raise SystemExit(f"unknown command {command}")
     finish()

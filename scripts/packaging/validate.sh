@@ -141,6 +141,13 @@ grep -q 'unhealthyPodEvictionPolicy: AlwaysAllow' "$WORK/default-${K8S_VERSIONS[
 run "promtool check rules on the chart's PrometheusRule" promtool check rules "$WORK/chart.rules.yml"
 grep -q 'runbook_url: https://docs.example.com/agent-graph-projector/runbook.html#agp' "$WORK/chart.rules.yml" &&
   pass "PrometheusRule runbook links follow prometheusRule.runbookBaseUrl" || fail "PrometheusRule runbook links do not use runbookBaseUrl"
+run "PrometheusRule: prometheusRule.rules overrides for, threshold and labels; extraLabels on every alert; job is the release's Service" \
+  "$PY" "$HERE/check_packaging.py" rule-overrides "$WORK/chart.rules.yml" agp-agent-graph-projector
+run "PodDisruptionBudget and Service select the projector's pods only, not the migrate Job's; startup probe on /startupz" \
+  "$PY" "$HERE/check_packaging.py" pod-selection "$WORK/default-${K8S_VERSIONS[-1]}.yaml"
+"$HELM" template agp "$CHART" --kube-version "${K8S_VERSIONS[-1]}" --set image.digest="sha256:$(printf '%064d' 0)" \
+  --show-only templates/deployment.yaml | grep -q "image: \"agent-graph-projector@sha256:0\{64\}\"" &&
+  pass "image.digest pins the image (repository@digest)" || fail "image.digest not rendered as repository@digest"
 grep -q 'topic!~' "$WORK/full-${K8S_VERSIONS[-1]}.yaml" && grep -c 'topic: ' "$WORK/keda-kafka.yaml" | grep -q '^3$' &&
   pass "KEDA scales on the source topics' lag only (prometheus and kafka triggers)" || fail "KEDA trigger counts the retry topics"
 grep -q 'grafana_dashboard: "1"' "$WORK/default-${K8S_VERSIONS[-1]}.yaml" &&
@@ -167,6 +174,9 @@ reject "keda.trigger: cpu" --set keda.enabled=true --set keda.trigger=cpu
 reject "a Kafka SASL secret without a mechanism" --set secrets.kafkaSasl.existingSecret=kafka-creds
 reject "an unknown top-level value" --set replicas=2
 reject "podDisruptionBudget.unhealthyPodEvictionPolicy: Never" --set podDisruptionBudget.unhealthyPodEvictionPolicy=Never
+reject "a relative prometheusRule.runbookBaseUrl" --set prometheusRule.enabled=true --set prometheusRule.runbookBaseUrl=docs/runbook.md
+reject "an override of an unknown alert" --set prometheusRule.enabled=true --set prometheusRule.runbookBaseUrl=https://x.example --set prometheusRule.rules.AgpNoSuchAlert.for=5m
+reject "an image.digest that is not sha256:<64 hex>" --set image.digest=latest
 
 step "env keys against CONFIG_KEYS, and their documentation"
 "$PY" "$HERE/check_packaging.py" chart-env "$ROOT" "$WORK/config-keys.json" "${RENDERED[@]}" || FAILED=$((FAILED + 1))

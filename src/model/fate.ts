@@ -2,20 +2,24 @@
  * What became of one record. A fate is a value, never an exception: one record's problem must not stop
  * its partition.
  */
-export type RejectReason =
-  | "not-avro"
-  | "unknown-schema-id"
-  | "schema-mismatch"
-  | "undecodable"
-  | "invalid-field"
-  | "malformed-id"
-  | "unserved-tenant"
-  | "list-too-long"
-  | "value-too-long"
-  | "neo4j-rejected"
-  | "precondition-timeout";
+/** Every reason a record is dead-lettered for; a value, so that metrics can start each series at 0. */
+export const REJECT_REASONS = [
+  "not-avro",
+  "unknown-schema-id",
+  "schema-mismatch",
+  "undecodable",
+  "invalid-field",
+  "malformed-id",
+  "unserved-tenant",
+  "list-too-long",
+  "value-too-long",
+  "neo4j-rejected",
+  "precondition-timeout",
+] as const;
+export type RejectReason = (typeof REJECT_REASONS)[number];
 
-export type DeferReason = "agent-missing" | "outcome-missing" | "producer-missing";
+export const DEFER_REASONS = ["agent-missing", "outcome-missing", "producer-missing"] as const;
+export type DeferReason = (typeof DEFER_REASONS)[number];
 
 export type Fate =
   | { readonly kind: "applied" }

@@ -114,3 +114,24 @@ export function heldOnJoin(
   }
   return held;
 }
+
+/** One owned source partition as liveness sees it. */
+export interface PartitionProgress {
+  /** The high watermark at the partition's last fetch, and the next offset to commit. */
+  readonly highWatermark: number;
+  readonly next: number;
+  /** The last commit, or deliberate pause (failure, catch-up hold), on the partition. */
+  readonly progressAt: number;
+}
+
+/**
+ * Since when the consumer has made no progress. Where records wait, only a commit or a deliberate pause
+ * is progress: a partition whose batch never returns stays wedged however often its neighbours fetch or
+ * commit. With nothing waiting, a fetch is all there is to do.
+ */
+export function progressSince(lastFetchAt: number, partitions: Iterable<PartitionProgress>): number {
+  let since = lastFetchAt;
+  for (const { highWatermark, next, progressAt } of partitions)
+    if (highWatermark > next) since = Math.min(since, progressAt);
+  return since;
+}

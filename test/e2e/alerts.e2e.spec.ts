@@ -64,12 +64,29 @@ describe("alerting rules", () => {
         "AgpInstanceNotReady",
         "AgpReconcileDrift",
         "AgpGraphStale",
+        "AgpPartitionSilent",
+        "AgpCatchUpHoldLong",
+        "AgpNoInstance",
+        "AgpCrashLooping",
       ]),
     );
     const runbook = readFileSync(join(root, "docs/runbook.md"), "utf8");
     const sections = [...runbook.matchAll(/^## (\S+)$/gm)].map((m) => m[1]);
     expect(sections.sort()).toEqual([...names].sort());
     for (const { name, runbook: url } of alerts()) expect(url).toBe(`docs/runbook.md#${name.toLowerCase()}`);
+  });
+
+  it("keeps namespace and job in every aggregation, so that two releases are never summed", () => {
+    const text = readFileSync(join(root, RULES), "utf8");
+    const groupings = [...text.matchAll(/\bby \(([^)]*)\)/g)].map((m) => m[1] ?? "");
+    expect(groupings.length).toBeGreaterThan(0);
+    for (const labels of groupings) expect(labels).toMatch(/^namespace, job\b/);
+  });
+
+  it("deploy/alerts is the chart's alerts folder itself, not a copy that could drift", () => {
+    expect(readFileSync(join(root, "deploy/alerts", RULES.split("/").at(-1) ?? ""), "utf8")).toBe(
+      readFileSync(join(root, RULES), "utf8"),
+    );
   });
 
   it("reads only metrics the service exports", async () => {

@@ -27,6 +27,9 @@ describe("the demo, end to end", () => {
     expect(code, stderr).toBe(0);
     expect(stderr).toMatch(/caught up in/);
     expect(stderr).toMatch(/published \d+\/\d+/);
+    // An ERROR line means someone must act: a first run (fresh group, fresh topics) has none.
+    const errors = stderr.split("\n").filter((line) => /"level":(50|60)\b/.test(line));
+    expect(errors).toEqual([]);
 
     const report = JSON.parse(stdout);
     const { events, revocation } = demoEventLog();

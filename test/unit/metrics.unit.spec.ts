@@ -66,4 +66,32 @@ describe("Prometheus metrics", () => {
     expect(await sample(text, 'agp_reconcile_drift{tenant="acme",kind="missing-grant"}')).toBe(2);
     expect(await sample(text, 'agp_reconcile_drift{tenant="globex",kind="missing-grant"}')).toBe(0);
   });
+  it("starts every counter series at 0, so that increase() sees the first burst after a start", async () => {
+    const metrics = createPrometheusMetrics({
+      version: "t",
+      topics: { consumed: ["t.outcome-created"], deadLetter: ["t.outcome-created.dlq"] },
+    });
+    const text = metrics.registry.metrics();
+    expect(await sample(text, 'agp_dead_letter_published_total{topic="t.outcome-created.dlq"}')).toBe(0);
+    expect(await sample(text, 'agp_records_consumed_total{topic="t.outcome-created"}')).toBe(0);
+    for (const reason of ["not-avro", "precondition-timeout"])
+      expect(
+        await sample(text, `agp_records_total{stream="escalation-edge",result="dead-lettered",reason="${reason}"}`),
+      ).toBe(0);
+    expect(
+      await sample(text, 'agp_records_total{stream="outcome-created",result="deferred",reason="agent-missing"}'),
+    ).toBe(0);
+    expect(await sample(text, 'agp_records_total{stream="registry-mutation",result="applied",reason=""}')).toBe(0);
+    expect(await sample(text, "agp_transaction_retries_total")).toBe(0);
+  });
+
+  it("keeps the wall-clock time of each owned partition's last commit, and forgets a revoked partition", async () => {
+    const metrics = createPrometheusMetrics();
+    metrics.setLastCommit("t", 0, 1_700_000_000_000);
+    metrics.setLastCommit("t", 1, 1_700_000_060_000);
+    const series = (p: number) => `agp_last_commit_timestamp_seconds{topic="t",partition="${p}"}`;
+    expect(await sample(metrics.registry.metrics(), series(0))).toBe(1_700_000_000);
+    metrics.setLastCommit("t", 1, undefined);
+    expect(await sample(metrics.registry.metrics(), series(1))).toBeUndefined();
+  });
 });

@@ -6,6 +6,7 @@ import {
   MAX_PAUSE_MS,
   notDuePauseMs,
   onFailure,
+  progressSince,
   splitDue,
   subBatches,
 } from "../../src/pipeline/partition-policy.js";
@@ -125,5 +126,22 @@ describe("holds", () => {
         () => false,
       ),
     ).toEqual([]);
+  });
+});
+
+describe("liveness", () => {
+  it("counts fetches only when nothing waits; with lag, a partition's own commit or deliberate pause", () => {
+    // Nothing waits: the last fetch is the last progress.
+    expect(progressSince(900, [{ highWatermark: 10, next: 10, progressAt: 100 }])).toBe(900);
+    // Partition 1 has records waiting since its last commit at 200; its neighbour's later commit and every
+    // fetch since do not make it live.
+    expect(
+      progressSince(900, [
+        { highWatermark: 10, next: 4, progressAt: 200 },
+        { highWatermark: 50, next: 20, progressAt: 800 },
+      ]),
+    ).toBe(200);
+    // A fetch that stopped altogether is older than any partition's progress.
+    expect(progressSince(100, [{ highWatermark: 10, next: 4, progressAt: 200 }])).toBe(100);
   });
 });

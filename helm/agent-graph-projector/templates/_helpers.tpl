@@ -43,7 +43,20 @@ app.kubernetes.io/part-of: agent-graph-projector
 {{- end }}
 
 {{- define "agp.image" -}}
+{{- if and .Values.image.digest (not .Values.image.tag) }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else if .Values.image.digest }}
+{{- printf "%s:%s@%s" .Values.image.repository .Values.image.tag .Values.image.digest }}
+{{- else }}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/* The projector's pods only: the migrate Job's pod shares the selector labels, not this one. The
+Deployment's own selector stays as it was (it is immutable); the PDB and the Service add this label. */}}
+{{- define "agp.projectorLabels" -}}
+{{ include "agp.selectorLabels" . }}
+app.kubernetes.io/component: projector
 {{- end }}
 
 {{/* Partition count the replica guards compare against. */}}

@@ -4,7 +4,7 @@ import type { HealthChecks } from "./server.js";
 /** What liveness and readiness look at. */
 export interface HealthInputs {
   readonly clock: Clock;
-  /** Whether the consumer is in the group now, and when it last fetched, applied or paused on purpose. */
+  /** Whether the consumer is in the group now, and since when it made no progress (commits where records wait). */
   readonly consumer: { isJoined(): boolean; lastProgressAt(): number };
   /** Neo4j's `RETURN 1`; a rejection or no answer within `checkTimeoutMs` is "not ready". */
   readonly pingNeo4j: () => Promise<void>;
@@ -12,7 +12,7 @@ export interface HealthInputs {
   readonly pingRegistry: () => Promise<boolean>;
   readonly setReady: (ready: boolean) => void;
   readonly checkTimeoutMs: number;
-  /** Liveness fails when the consumer has neither fetched nor applied anything for this long. */
+  /** Liveness fails when the consumer has made no progress for this long. */
   readonly wedgedAfterMs: number;
 }
 
@@ -20,7 +20,7 @@ export interface HealthInputs {
  * Liveness and readiness. Readiness is checked on a timer, not per request: probes and scrapes never
  * queue queries on Neo4j; `/readyz` answers the last check.
  */
-export function createHealth(inputs: HealthInputs): HealthChecks & {
+export function createHealth(inputs: HealthInputs): Omit<HealthChecks, "started"> & {
   check(): Promise<void>;
   start(intervalMs: number): void;
   stop(): void;

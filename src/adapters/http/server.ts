@@ -2,13 +2,15 @@ import { createServer, type Server } from "node:http";
 import type { Registry } from "prom-client";
 
 export interface HealthChecks {
+  /** Start-up: false until start-up has finished (constraints, topics, group joined); the startup probe. */
+  started(): boolean;
   /** Liveness: the process answers and its consumer is not wedged. */
   live(): { ok: boolean; detail: Record<string, unknown> };
   /** Readiness: joined the group, Neo4j and the registry answer. */
   ready(): Promise<{ ok: boolean; detail: Record<string, unknown> }>;
 }
 
-/** `/metrics`, `/healthz` and `/readyz` on one port; node's own http module is all this needs. */
+/** `/metrics`, `/startupz`, `/healthz` and `/readyz` on one port; node's own http module is all this needs. */
 export function startHttpServer(registry: Registry, health: HealthChecks, host: string, port: number): Promise<Server> {
   const server = createServer(async (request, response) => {
     try {
@@ -18,6 +20,12 @@ export function startHttpServer(registry: Registry, health: HealthChecks, host: 
         response.end(await registry.metrics());
         return;
       }
+      if (path === "/startupz") {
+        const ok = health.started();
+        response.writeHead(ok ? 200 : 503, { "content-type": "application/json" });
+        response.end(JSON.stringify({ status: ok ? "ok" : "starting" }));
+        return;
+      }
       if (path === "/healthz" || path === "/readyz") {
         const result = path === "/healthz" ? health.live() : await health.ready();
         response.writeHead(result.ok ? 200 : 503, { "content-type": "application/json" });
@@ -25,7 +33,7 @@ export function startHttpServer(registry: Registry, health: HealthChecks, host: 
         return;
       }
       response.writeHead(404, { "content-type": "text/plain" });
-      response.end("not found: try /metrics, /healthz or /readyz\n");
+      response.end("not found: try /metrics, /startupz, /healthz or /readyz\n");
     } catch (error) {
       response.writeHead(500, { "content-type": "text/plain" });
       response.end(String(error));

@@ -12,6 +12,7 @@ import {
 import type { Config } from "../../config.js";
 import { classify } from "../../errors.js";
 import { type Logger, type RecordPublisher, systemSleep } from "../../ports.js";
+import { kafkaLogLevel } from "./log-level.js";
 
 /** One kafkajs client for the whole process, with its logs routed into ours. */
 export function createKafka(config: Config["kafka"], logger: Logger): Kafka {
@@ -27,13 +28,7 @@ export function createKafka(config: Config["kafka"], logger: Logger): Kafka {
       () =>
       ({ level, log }) => {
         const { message, ...fields } = log;
-        const entry = { component: "kafkajs", ...fields };
-        // A rebalance makes kafkajs log every in-flight heartbeat as an error; it is routine.
-        const routine = /rebalanc/i.test(String((fields as { error?: unknown }).error ?? ""));
-        if (level === logLevel.ERROR && !routine) logger.error(entry, String(message));
-        else if (routine) logger.info(entry, String(message));
-        else if (level === logLevel.WARN) logger.warn(entry, String(message));
-        else logger.debug(entry, String(message));
+        logger[kafkaLogLevel(level, String(message), fields)]({ component: "kafkajs", ...fields }, String(message));
       },
   };
   // A copy: kafkajs writes into its SASL options, and the configuration is frozen.

@@ -7,6 +7,7 @@ import {
   heldOnJoin,
   notDuePauseMs,
   onFailure,
+  progressSince,
   splitDue,
   subBatches,
 } from "../../pipeline/partition-policy.js";
@@ -39,7 +40,7 @@ export interface ProjectorConsumer {
   /** Stops fetching, lets the batch in flight finish and commit, and leaves the group. */
   stop(): Promise<void>;
   isJoined(): boolean;
-  /** When the consumer last fetched, applied or paused on purpose; liveness reads it. */
+  /** Since when it has made no progress: with records waiting a commit or deliberate pause, else a fetch. */
   lastProgressAt(): number;
   assignment(): ReadonlyMap<string, readonly number[]>;
   /** Resumes at once the partitions the catch-up hold paused for these streams, when it has lifted. */
@@ -115,11 +116,11 @@ export function createProjectorConsumer(
   // Set by stop(): from then on nothing resumes or pauses a partition (kafkajs throws "Consumer group
   // was not initialized" at a consumer that has left), whatever timer or hold release fires late.
   let stopping = false;
-  let progressAt = deps.clock.now();
+  let fetchedAt = deps.clock.now();
   let currentAssignment = new Map<string, number[]>();
   const failures = new Map<string, number>();
   /** Source partitions this instance owns: high watermark at the last fetch, and the next offset to commit. */
-  const positions = new Map<string, { stream: Stream; highWatermark: number; next: number }>();
+  const positions = new Map<string, { stream: Stream; highWatermark: number; next: number; progressAt: number }>();
   const timers = new Set<NodeJS.Timeout>();
 
   const isHeld = (stream: Stream) => options.isHeld?.(stream) ?? false;
@@ -147,6 +148,9 @@ export function createProjectorConsumer(
     reason: PauseReason,
     heldStream?: Stream,
   ) => {
+    // A deliberate pause is progress: the partition is looked after, not wedged.
+    const position = positions.get(`${topic}/${partition}`);
+    if (position) position.progressAt = deps.clock.now();
     const resumeAndReport = () => {
       deps.metrics.setPaused(topic, partition, undefined);
       if (!stopping) resume();
@@ -179,6 +183,7 @@ export function createProjectorConsumer(
         deps.metrics.setPaused(topic, partition, undefined);
         deps.metrics.setConsecutiveFailures(topic, partition, 0);
         deps.metrics.setOldestDeferred(topic, partition, undefined);
+        deps.metrics.setLastCommit(topic, partition, undefined);
         failures.delete(`${topic}/${partition}`);
       }
     }
@@ -206,7 +211,6 @@ export function createProjectorConsumer(
     const { batch } = payload;
     const role = roleOfTopic(names, batch.topic);
     const partitionKey = `${batch.topic}/${batch.partition}`;
-    progressAt = deps.clock.now();
     const admission = admitBatch(role, batch.messages.length, isHeld);
     if (!role || admission === "ignore") return;
     if (admission === "hold") {
@@ -215,11 +219,13 @@ export function createProjectorConsumer(
     }
     deps.metrics.recordConsumed(batch.topic, batch.partition, batch.messages.length);
     if (role.role === "source") {
+      const known = positions.get(partitionKey);
       positions.set(partitionKey, {
         stream: role.stream,
         highWatermark: Number(batch.highWatermark),
         // Before this instance's first commit, the batch's first record is a lower bound's safe start.
-        next: positions.get(partitionKey)?.next ?? Number(batch.messages[0]?.offset),
+        next: known?.next ?? Number(batch.messages[0]?.offset),
+        progressAt: known?.progressAt ?? deps.clock.now(),
       });
     }
 
@@ -281,10 +287,14 @@ export function createProjectorConsumer(
         // that follow it too (kafkajs does, see positionAfter): the group's offset reaches the end.
         payload.resolveOffset(lastOffset);
         await payload.commitOffsetsIfNecessary();
+        const committedAt = deps.clock.now();
+        deps.metrics.setLastCommit(batch.topic, batch.partition, committedAt);
         const position = positions.get(partitionKey);
-        if (position) position.next = positionAfter(batch, lastOffset);
+        if (position) {
+          position.next = positionAfter(batch, lastOffset);
+          position.progressAt = committedAt;
+        }
         await payload.heartbeat();
-        progressAt = deps.clock.now();
         if (role.role === "source") options.onCommitted?.(role.stream);
       }
       if (waitUntil !== undefined) {
@@ -300,6 +310,12 @@ export function createProjectorConsumer(
     const before = currentAssignment;
     currentAssignment = new Map(Object.entries(event.payload.memberAssignment));
     forgetRevoked(before, currentAssignment);
+    // A partition newly ours counts from now: its first commit is due within the stall alert's window.
+    for (const [topic, partitions] of currentAssignment) {
+      const owned = new Set(before.get(topic) ?? []);
+      for (const partition of partitions)
+        if (!owned.has(partition)) deps.metrics.setLastCommit(topic, partition, deps.clock.now());
+    }
     // Another instance may have moved a partition we owned before; start its view afresh.
     positions.clear();
     holdOnJoin(event.payload.memberAssignment);
@@ -315,7 +331,7 @@ export function createProjectorConsumer(
     joined = false;
   });
   consumer.on(consumer.events.FETCH, () => {
-    progressAt = deps.clock.now();
+    fetchedAt = deps.clock.now();
   });
   // A batch of nothing but transaction markers and aborted records never reaches eachBatch: kafkajs
   // resolves and commits past it itself, and reports it here, so the instance's own view moves too.
@@ -325,18 +341,25 @@ export function createProjectorConsumer(
       const role = roleOfTopic(names, topic);
       if (batchSize > 0 || role?.role !== "source") return;
       const key = `${topic}/${partition}`;
+      const committedAt = deps.clock.now();
+      deps.metrics.setLastCommit(topic, partition, committedAt);
       positions.set(key, {
         stream: role.stream,
         highWatermark: Number(highWatermark),
         next: Math.max(positions.get(key)?.next ?? 0, Number(lastOffset) + 1),
+        progressAt: committedAt,
       });
     },
   );
   consumer.on(consumer.events.CRASH, (event) => {
     joined = false;
     const { error, restart } = event.payload;
-    deps.logger.error({ error: errorMessage(error), restart }, "consumer crashed");
-    if (!restart) deps.onFatal(error);
+    // kafkajs restarts the consumer after an error it retries: a warning; otherwise the service stops.
+    if (restart) deps.logger.warn({ error: errorMessage(error), restart }, "consumer crashed; kafkajs restarts it");
+    else {
+      deps.logger.error({ error: errorMessage(error), restart }, "consumer crashed");
+      deps.onFatal(error);
+    }
   });
 
   return {
@@ -378,7 +401,7 @@ export function createProjectorConsumer(
       joined = false;
     },
     isJoined: () => joined,
-    lastProgressAt: () => progressAt,
+    lastProgressAt: () => progressSince(fetchedAt, positions.values()),
     assignment: () => currentAssignment,
     lagSeen() {
       const lag: Record<Stream, number> = { "registry-mutation": 0, "outcome-created": 0, "escalation-edge": 0 };

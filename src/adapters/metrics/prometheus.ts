@@ -1,8 +1,8 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { StatementResult } from "../../cypher/statement.js";
-import { type Fate, fateReason } from "../../model/fate.js";
+import { DEFER_REASONS, type Fate, fateReason, REJECT_REASONS } from "../../model/fate.js";
 import type { ConsumerMetrics, Metrics, PauseReason } from "../../ports.js";
-import type { Stream } from "../../topics.js";
+import { STREAMS, type Stream } from "../../topics.js";
 
 export const METRIC_PREFIX = "agp_";
 
@@ -39,7 +39,13 @@ const FRESHNESS_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300
  * metrics carry the `agp_` prefix.
  */
 export function createPrometheusMetrics(
-  build: { version: string; nodeVersion?: string; retryMaxAgeMs?: number } = { version: "unknown" },
+  build: {
+    version: string;
+    nodeVersion?: string;
+    retryMaxAgeMs?: number;
+    /** Topics whose counters start at 0 (consumed: source and retry topics). */
+    topics?: { consumed: readonly string[]; deadLetter: readonly string[] };
+  } = { version: "unknown" },
   now: () => number = Date.now,
 ): PrometheusMetrics {
   const registry = new Registry();
@@ -173,6 +179,21 @@ export function createPrometheusMetrics(
     labelNames: ["topic"],
     registers: [registry],
   });
+  const lastCommit = new Gauge({
+    name: p("last_commit_timestamp_seconds"),
+    help: "Wall-clock time of the last offset commit per owned partition (the time it was assigned, before the first).",
+    labelNames: ["topic", "partition"],
+    registers: [registry],
+  });
+  // Every series an alert reads with increase() or rate() exists from the start at 0: a series born at
+  // its first increment reads as no increase, and the first burst after a start would go unseen.
+  for (const topic of build.topics?.deadLetter ?? []) dlqPublished.inc({ topic }, 0);
+  for (const topic of build.topics?.consumed ?? []) consumed.inc({ topic }, 0);
+  for (const stream of STREAMS) {
+    for (const result of ["applied", "unchanged", "stale"]) records.inc({ stream, result, reason: "" }, 0);
+    for (const reason of DEFER_REASONS) records.inc({ stream, result: "deferred", reason }, 0);
+    for (const reason of REJECT_REASONS) records.inc({ stream, result: "dead-lettered", reason }, 0);
+  }
 
   return {
     registry,
@@ -229,5 +250,9 @@ export function createPrometheusMetrics(
     setDrift: (tenant, kind, count) => drift.set({ tenant, kind }, count),
     setReady: (ok) => ready.set(ok ? 1 : 0),
     recordDeadLetterPublished: (topic) => dlqPublished.inc({ topic }),
+    setLastCommit(topic, partition, atMs) {
+      if (atMs === undefined) lastCommit.remove({ topic, partition: String(partition) });
+      else lastCommit.set({ topic, partition: String(partition) }, atMs / 1000);
+    },
   };
 }
