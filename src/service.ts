@@ -2,19 +2,14 @@ import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createHealth } from "./adapters/http/health.js";
 import { type HealthChecks, startHttpServer } from "./adapters/http/server.js";
-import {
-  ensureTopics,
-  requireSourceTopics,
-  sourceReplication,
-  topicConfigNumbers,
-  topicSpecs,
-} from "./adapters/kafka/admin.js";
+import { ensureTopics, requireSourceTopics, sourceReplication, topicSpecs } from "./adapters/kafka/admin.js";
 import { createCatchUpHold } from "./adapters/kafka/catch-up-hold.js";
 import { createKafka, createProducer } from "./adapters/kafka/client.js";
 import { createProjectorConsumer, type ProjectorConsumer } from "./adapters/kafka/consumer.js";
 import { createLagMonitor } from "./adapters/kafka/lag-monitor.js";
 import { createTopicReader } from "./adapters/kafka/read-topic.js";
 import { createRecordSink } from "./adapters/kafka/record-sink.js";
+import { raiseHandOffLimits } from "./adapters/kafka/topic-limits.js";
 import { createUpstreamProgress } from "./adapters/kafka/upstream-progress.js";
 import { createLagGauges } from "./adapters/metrics/lag-gauges.js";
 import { createPrometheusMetrics, type PrometheusMetrics } from "./adapters/metrics/prometheus.js";
@@ -165,31 +160,24 @@ async function startOrFail(
   ).filter((spec) => roleOfTopic(names, spec.topic)?.role !== "source");
   const created = await untilDeadline(brokers, deadlineAt, () => ensureTopics(admin, ownTopics), clock);
   if (created.length > 0) logger.info({ topics: created }, "created retry and dead-letter topics");
-  // The largest record batch the retry and dead-letter topics accept; the sink splits its sends below it.
-  // A broker may not yet host a topic created a moment ago (UNKNOWN_TOPIC_OR_PARTITION): ask again.
-  const ownLimits = await untilDeadline(
+  // The largest record batch each retry and dead-letter topic accepts, raised first where it is below
+  // its source topic's; the sink splits its sends below it. A broker may not yet host a topic created
+  // a moment ago (UNKNOWN_TOPIC_OR_PARTITION): ask again.
+  const maxMessageBytes = await untilDeadline(
     brokers,
     deadlineAt,
-    () =>
-      topicConfigNumbers(
-        admin,
-        [...Object.values(names.retry), ...Object.values(names.deadLetter)],
-        "max.message.bytes",
-      ),
+    () => raiseHandOffLimits(admin, names, replication, logger),
     clock,
   );
-  const maxMessageBytes = Math.min(...ownLimits.values());
 
   const producer = createProducer(kafka);
   opened.push(() => producer.disconnect());
   await untilDeadline(brokers, deadlineAt, () => producer.connect(), clock);
-  const sink = createRecordSink(
-    producer,
-    names,
-    SERVICE_VERSION,
-    (topic) => metrics.recordDeadLetterPublished(topic),
-    Number.isFinite(maxMessageBytes) ? maxMessageBytes : undefined,
-  );
+  const sink = createRecordSink(producer, names, SERVICE_VERSION, {
+    onDeadLetter: (topic) => metrics.recordDeadLetterPublished(topic),
+    maxMessageBytes,
+    logger,
+  });
 
   let failWith: (error: unknown) => void = () => {};
   const fatal = new Promise<never>((_, reject) => {

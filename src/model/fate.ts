@@ -13,7 +13,9 @@ export type RejectReason =
   | "list-too-long"
   | "value-too-long"
   | "neo4j-rejected"
-  | "precondition-timeout";
+  | "precondition-timeout"
+  /** A deferred record whose copy the retry topic would not take (record-sink.ts). */
+  | "record-too-large";
 
 export type DeferReason = "agent-missing" | "outcome-missing" | "producer-missing";
 
