@@ -5,6 +5,8 @@
 export type RejectReason =
   | "not-avro"
   | "unknown-schema-id"
+  /** The schema id names a schema that is not Avro, or one the decoder cannot load. */
+  | "unsupported-schema"
   | "schema-mismatch"
   | "undecodable"
   | "invalid-field"
