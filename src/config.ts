@@ -164,7 +164,7 @@ const configSchema = envSchema.transform((env) => ({
     uri: env.NEO4J_URI,
     user: env.NEO4J_USER,
     password: env.NEO4J_PASSWORD,
-    database: env.NEO4J_DATABASE,
+    database: databaseName(env.NEO4J_DATABASE),
     maxPoolSize: env.NEO4J_MAX_POOL_SIZE,
     maxConcurrentWrites: env.NEO4J_MAX_CONCURRENT_WRITES,
     txTimeoutMs: env.NEO4J_TX_TIMEOUT_MS,
@@ -190,7 +190,7 @@ const configSchema = envSchema.transform((env) => ({
   startupTimeoutMs: env.STARTUP_TIMEOUT_MS,
   tenants: env.TENANTS.map((entry): TenantRoute => {
     const [tenantId = "", database] = entry.split("=").map((part) => part.trim());
-    return { tenantId, database: database || env.NEO4J_DATABASE };
+    return { tenantId, database: databaseName(database || env.NEO4J_DATABASE) };
   }),
   terminalAgentIds: env.TERMINAL_AGENT_IDS,
   metrics: { port: env.METRICS_PORT, host: env.METRICS_HOST },
@@ -251,11 +251,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return deepFreeze(config);
 }
 
+/**
+ * A database name as Neo4j knows it: names are case-insensitive and Neo4j keeps them in lower case,
+ * so `NEO4J` and `neo4j` are one database. Every name the service compares goes through here.
+ */
+export function databaseName(name: string): string {
+  return name.toLowerCase();
+}
+
 /** The databases that more than one served tenant maps to: there, every graph key carries the tenant. */
 export function sharedDatabases(tenants: readonly TenantRoute[]): Set<string> {
   const seen = new Set<string>();
   const shared = new Set<string>();
-  for (const { database } of tenants) {
+  for (const route of tenants) {
+    const database = databaseName(route.database);
     if (seen.has(database)) shared.add(database);
     seen.add(database);
   }

@@ -10,6 +10,7 @@
  * - `unknown`: nothing above recognises it. Retried a few times like a transient failure, then handled
  *   like a rejection, so that an error nobody foresaw cannot stop a partition for good.
  * Record-level problems found before Neo4j (undecodable bytes, invalid fields) are not errors: they are fates.
+ * Whether a failed write is a record's or the infrastructure's is decided by `blame` below.
  */
 export type RetryClass = "transient" | "fatal" | "rejected" | "unknown";
 
@@ -127,6 +128,50 @@ export function classify(error: unknown): RetryClass {
   }
   if (cause !== undefined && cause !== error) return classify(cause);
   return "unknown";
+}
+
+/**
+ * Transient by Neo4j's classification, yet as often caused by what one transaction carries as by the
+ * server: a transaction over `db.memory.transaction.max` (or one that fills the memory pool alone), one
+ * that runs past its timeout. Retrying the same batch fails the same way when a record in it is too
+ * heavy; retrying that record alone tells which it is.
+ */
+const LOAD_DEPENDENT_NEO4J_CODES = new Set([
+  "Neo.TransientError.General.TransactionMemoryLimit",
+  "Neo.TransientError.General.MemoryPoolOutOfMemoryError",
+  "Neo.ClientError.Transaction.TransactionTimedOutClientConfiguration",
+  "Neo.ClientError.Transaction.TransactionTimedOut",
+  "Neo.TransientError.Transaction.TransactionTimedOut",
+]);
+
+/**
+ * Who a failed batch write is blamed on; the one rule for blame. Every failure is judged by whether
+ * retrying *the same record* can succeed:
+ * - `service` (fatal): no retry can succeed; the service stops.
+ * - `infrastructure` (transient, not load-dependent): Neo4j, the broker or the registry is away or
+ *   busy; the partition pauses and retries from the same record.
+ * - `records` (rejected): Neo4j refused the data; the batch is narrowed to the records that fail
+ *   alone, which are dead-lettered, and the rest is applied.
+ * - `records-while-up` (unknown, and the load-dependent transient failures above): narrowed the same
+ *   way, but a lone record is blamed only while Neo4j answers a ping; else it is the infrastructure's.
+ * So a failure that repeats once the batch is narrowed to one record, while the infrastructure answers,
+ * is that record's: nothing one record carries can stop the service or pause a partition for good.
+ */
+export type Blame = "service" | "infrastructure" | "records" | "records-while-up";
+
+export function blame(error: unknown): Blame {
+  const retryClass = classify(error);
+  if (retryClass === "fatal") return "service";
+  if (retryClass === "rejected") return "records";
+  if (retryClass === "unknown" || isLoadDependent(error)) return "records-while-up";
+  return "infrastructure";
+}
+
+function isLoadDependent(error: unknown, depth = 0): boolean {
+  if (error === null || typeof error !== "object" || depth > 5) return false;
+  const { code, cause } = error as { code?: unknown; cause?: unknown };
+  if (typeof code === "string" && LOAD_DEPENDENT_NEO4J_CODES.has(code)) return true;
+  return cause !== undefined && cause !== error && isLoadDependent(cause, depth + 1);
 }
 
 /** Neo4j's status code of an error, when it has one: what a dead-letter record names. */

@@ -16,6 +16,7 @@ import { createProjectorConsumer, type ProjectorConsumer } from "./adapters/kafk
 import { createLagMonitor } from "./adapters/kafka/lag-monitor.js";
 import { createTopicReader } from "./adapters/kafka/read-topic.js";
 import { createRecordSink } from "./adapters/kafka/record-sink.js";
+import { raiseHandOffLimits } from "./adapters/kafka/topic-limits.js";
 import { createUpstreamProgress } from "./adapters/kafka/upstream-progress.js";
 import { createLagGauges } from "./adapters/metrics/lag-gauges.js";
 import { createPrometheusMetrics, type PrometheusMetrics } from "./adapters/metrics/prometheus.js";
@@ -36,7 +37,7 @@ import { type Clock, systemClock, systemSleep } from "./ports.js";
 import { reconcileRegistry } from "./reconcile/reconcile.js";
 import { scheduleReconciliation } from "./reconcile/schedule.js";
 import { StartupError, StartupStopped, untilDeadline } from "./startup.js";
-import { consumedTopics, roleOfTopic, STREAMS, type Stream, topicNames } from "./topics.js";
+import { consumedTopics, ownTopicNames, roleOfTopic, STREAMS, type Stream, topicNames } from "./topics.js";
 import { SERVICE_VERSION } from "./version.js";
 
 export interface RunningService {
@@ -165,23 +166,23 @@ async function startOrFail(
   } else {
     await step(brokers, () => requireOwnTopics(admin, names, Math.min(5_000, (deadlineAt - clock.now()) / 2)));
   }
-  // The largest record batch the retry and dead-letter topics accept; the sink splits its sends below it.
-  // A broker may not yet host a topic created a moment ago (UNKNOWN_TOPIC_OR_PARTITION): ask again.
-  const ownLimits = await step(brokers, () =>
-    topicConfigNumbers(admin, [...Object.values(names.retry), ...Object.values(names.deadLetter)], "max.message.bytes"),
+  // The largest record batch each retry and dead-letter topic accepts, raised first where it is below
+  // its source topic's (only where the service may manage its topics); the sink splits its sends below
+  // it. A broker may not yet host a topic created a moment ago (UNKNOWN_TOPIC_OR_PARTITION): ask again.
+  const maxMessageBytes = await step(brokers, () =>
+    config.createTopicsOnStart
+      ? raiseHandOffLimits(admin, names, replication, logger)
+      : topicConfigNumbers(admin, ownTopicNames(names), "max.message.bytes"),
   );
-  const maxMessageBytes = Math.min(...ownLimits.values());
 
   const producer = createProducer(kafka);
   opened.push(() => producer.disconnect());
   await step(brokers, () => producer.connect());
-  const sink = createRecordSink(
-    producer,
-    names,
-    SERVICE_VERSION,
-    (topic) => metrics.recordDeadLetterPublished(topic),
-    Number.isFinite(maxMessageBytes) ? maxMessageBytes : undefined,
-  );
+  const sink = createRecordSink(producer, names, SERVICE_VERSION, {
+    onDeadLetter: (topic) => metrics.recordDeadLetterPublished(topic),
+    maxMessageBytes,
+    logger,
+  });
 
   let failWith: (error: unknown) => void = () => {};
   const fatal = new Promise<never>((_, reject) => {

@@ -47,6 +47,11 @@ export function consumedTopics(names: TopicNames): string[] {
   return STREAMS.flatMap((stream) => [names.source[stream], names.retry[stream]]);
 }
 
+/** The topics the service owns: each stream's retry and dead-letter topic. */
+export function ownTopicNames(names: TopicNames): string[] {
+  return STREAMS.flatMap((stream) => [names.retry[stream], names.deadLetter[stream]]);
+}
+
 /**
  * Header names the projector adds to retry and dead-letter records. A record keeps its original key,
  * value and headers; these say where it came from and why it is here.

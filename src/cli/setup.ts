@@ -2,6 +2,7 @@ import { type Command, Option } from "commander";
 import { requiredAcls } from "../acls.js";
 import { ensureTopics, replicationFor, sourceReplication, topicSpecs } from "../adapters/kafka/admin.js";
 import { createKafka } from "../adapters/kafka/client.js";
+import { raiseHandOffLimits } from "../adapters/kafka/topic-limits.js";
 import { createDriver, migrate } from "../adapters/neo4j/graph-writer.js";
 import {
   COMPATIBILITY_LEVELS,
@@ -9,7 +10,7 @@ import {
   registerSchemas,
 } from "../adapters/registry/schema-registry.js";
 import { sharedDatabases } from "../config.js";
-import { topicNames } from "../topics.js";
+import { roleOfTopic, STREAMS, topicNames } from "../topics.js";
 import { action, cliContext } from "./context.js";
 import { printRows } from "./output.js";
 
@@ -53,18 +54,28 @@ export function registerSetup(program: Command): void {
         try {
           const names = topicNames(config.topics);
           const requested = options.replicationFactor ?? config.topics.replicationFactor;
-          // Retry and dead-letter topics of a source topic that already exists follow its replication.
-          const sources = await sourceReplication(admin, names);
-          const specs = topicSpecs(
-            names,
-            {
-              partitions: Number(options.partitions ?? config.topics.partitions),
-              ...(await replicationFor(admin, requested === undefined ? undefined : Number(requested))),
-              retryMaxAgeMs: config.retry.maxAgeMs,
-            },
-            sources,
+          const layout = {
+            partitions: Number(options.partitions ?? config.topics.partitions),
+            ...(await replicationFor(admin, requested === undefined ? undefined : Number(requested))),
+            retryMaxAgeMs: config.retry.maxAgeMs,
+          };
+          const isSource = (topic: string) => roleOfTopic(names, topic)?.role === "source";
+          // Sources first: their retry and dead-letter topics follow the replication and record size
+          // limit each source has, whether it existed already or was just created.
+          const created = new Set(
+            await ensureTopics(
+              admin,
+              topicSpecs(names, layout).filter((s) => isSource(s.topic)),
+            ),
           );
-          const created = new Set(await ensureTopics(admin, specs));
+          const sources = await sourceReplication(admin, names, STREAMS);
+          const specs = topicSpecs(names, layout, sources);
+          for (const topic of await ensureTopics(
+            admin,
+            specs.filter((spec) => !isSource(spec.topic)),
+          ))
+            created.add(topic);
+          await raiseHandOffLimits(admin, names, sources, logger);
           const setting = (spec: (typeof specs)[number], name: string) =>
             spec.configEntries?.find((e) => e.name === name)?.value;
           printRows(

@@ -6,6 +6,8 @@
 export const REJECT_REASONS = [
   "not-avro",
   "unknown-schema-id",
+  // The schema id names a schema that is not Avro, or one the decoder cannot load.
+  "unsupported-schema",
   "schema-mismatch",
   "undecodable",
   "invalid-field",
@@ -15,6 +17,8 @@ export const REJECT_REASONS = [
   "value-too-long",
   "neo4j-rejected",
   "precondition-timeout",
+  // A deferred record whose copy the retry topic would not take (record-sink.ts).
+  "record-too-large",
 ] as const;
 export type RejectReason = (typeof REJECT_REASONS)[number];
 

@@ -1,5 +1,5 @@
 import type { StatementResult } from "../cypher/statement.js";
-import { boundedText, classify, errorMessage, neo4jCode } from "../errors.js";
+import { blame, boundedText, classify, errorMessage, neo4jCode } from "../errors.js";
 import { deadLettered, type Fate, fateReason, Rejection } from "../model/fate.js";
 import type { ValidationRules } from "../model/validate.js";
 import {
@@ -176,13 +176,13 @@ interface WriteTarget {
 }
 
 /**
- * Applies a database's events in one transaction. When Neo4j refuses the data (a deterministic
- * failure: errors.ts `rejected`, or `unknown` after UNKNOWN_ERROR_ATTEMPTS), the events are split in
- * halves, applied in order, until each failing record stands alone; those are dead-lettered with
- * Neo4j's code and every other record is applied. Splitting is safe: every statement is an idempotent
- * MERGE and the projections give the same graph wherever batch boundaries fall. Transient and fatal
- * failures are the infrastructure's, not a record's: they propagate, and the partition pauses or the
- * service stops.
+ * Applies a database's events in one transaction. When a failure may be the records' (errors.ts
+ * `blame`: Neo4j refused the data, a transaction too heavy for its memory or time limit, or — after
+ * UNKNOWN_ERROR_ATTEMPTS — an error nobody recognises), the events are split in halves, applied in
+ * order, until each failing record stands alone; those are dead-lettered with Neo4j's code and every
+ * other record is applied. Splitting is safe: every statement is an idempotent MERGE and the
+ * projections give the same graph wherever batch boundaries fall. The infrastructure's failures
+ * propagate: the partition pauses, or on a fatal one the service stops.
  */
 async function applyIsolatingPoison<S extends Stream>(
   stream: S,
@@ -197,8 +197,8 @@ async function applyIsolatingPoison<S extends Stream>(
       await applyEvents(stream, target, events, deps, fates);
       return;
     } catch (error) {
-      const retryClass = recordFaultOrThrow(error);
-      if (retryClass === "unknown" && attempt < UNKNOWN_ERROR_ATTEMPTS) {
+      recordFaultOrThrow(error);
+      if (classify(error) === "unknown" && attempt < UNKNOWN_ERROR_ATTEMPTS) {
         deps.logger.warn(
           {
             stream,
@@ -228,14 +228,10 @@ async function applyIsolatingPoison<S extends Stream>(
   }
 }
 
-/**
- * The class of a failure the records may be to blame for (`rejected` or `unknown`); the
- * infrastructure's own (transient, fatal) are thrown on, so the partition pauses or the service stops.
- */
-function recordFaultOrThrow(error: unknown): "rejected" | "unknown" {
-  const retryClass = classify(error);
-  if (retryClass === "transient" || retryClass === "fatal") throw error;
-  return retryClass;
+/** Throws on a failure the records are not to blame for, so the partition pauses or the service stops. */
+function recordFaultOrThrow(error: unknown): void {
+  const blamed = blame(error);
+  if (blamed === "infrastructure" || blamed === "service") throw error;
 }
 
 async function narrow<S extends Stream>(
@@ -247,9 +243,9 @@ async function narrow<S extends Stream>(
   error: unknown,
 ): Promise<void> {
   if (events.length === 1) {
-    // An unrecognised error on a lone record may still be Neo4j's own trouble: blame the record only
-    // while Neo4j answers (a failed ping throws, and the partition pauses).
-    if (classify(error) === "unknown") await deps.graph.ping();
+    // An unrecognised or load-dependent error on a lone record may still be Neo4j's own trouble: blame
+    // the record only while Neo4j answers (a failed ping throws, and the partition pauses).
+    if (blame(error) === "records-while-up") await deps.graph.ping();
     const code = neo4jCode(error) ?? (error instanceof Error ? error.name : "error");
     fates.set(
       (events[0] as Indexed<EventOf<S>>).i,

@@ -9,7 +9,9 @@ import { type DeadLetter, Harness } from "../support/harness.js";
 /**
  * A catalogue of inputs that can never apply. Each is published between two good records on the same
  * partition; each must reach the dead-letter topic with its reason and its original bytes, and the
- * good records around it must be applied.
+ * good records around it must be applied. Poison only Neo4j recognises (values past its index limit,
+ * a record too heavy for its transaction timeout) is catalogued in poison.int.spec.ts, records too
+ * large to hand on as they are in handoff.int.spec.ts.
  */
 describe("bad input goes to the dead-letter topic with a reason; the partition keeps flowing", () => {
   let harness: Harness;
@@ -42,6 +44,24 @@ describe("bad input goes to the dead-letter topic with a reason; the partition k
       { subject: `variant-${stream}-${Math.random().toString(36).slice(2)}-value`, compatibility: COMPATIBILITY.NONE },
     );
     return id;
+  }
+
+  /**
+   * Registers a schema of another type (Apicurio's Confluent API takes `schemaType` on register) and
+   * frames `body` with its id, as a producer using that format would.
+   */
+  async function framedWithForeignSchema(schemaType: "JSON" | "PROTOBUF", schema: string, body: Buffer) {
+    const subject = `foreign-${schemaType.toLowerCase()}-${Math.random().toString(36).slice(2)}-value`;
+    const response = await fetch(`${harness.config.registry.url}/subjects/${subject}/versions`, {
+      method: "POST",
+      headers: { "content-type": "application/vnd.schemaregistry.v1+json" },
+      body: JSON.stringify({ schema, schemaType }),
+    });
+    const { id } = (await response.json()) as { id: number };
+    expect(response.ok && typeof id === "number").toBe(true);
+    const frame = Buffer.alloc(5);
+    frame.writeInt32BE(id, 1);
+    return Buffer.concat([frame, body]);
   }
 
   const deadLetters = () => harness.deadLetters();
@@ -87,6 +107,34 @@ describe("bad input goes to the dead-letter topic with a reason; the partition k
         );
         const { kind: _k, ...value } = snapshot("fin-agt-003");
         return { key: "fin-agt-003", value: await harness.registry.encode(id, { ...value, registry_version: "one" }) };
+      },
+    },
+    ...(["http://json-schema.org/draft-07/schema#", "https://json-schema.org/draft/2020-12/schema"] as const).map(
+      (dialect) => ({
+        // The client compiles a draft-07 schema and cannot compile a 2020-12 one: unsupported either way.
+        name: `a record framed with the id of a JSON Schema (${dialect.includes("2020") ? "2020-12" : "draft-07"})`,
+        stream: "outcome-created" as const,
+        reason: "unsupported-schema",
+        bad: async () => {
+          const schema = JSON.stringify({
+            $schema: dialect,
+            type: "object",
+            properties: { outcome_id: { type: "string" } },
+          });
+          const value = await framedWithForeignSchema("JSON", schema, Buffer.from('{"outcome_id":"o-json"}'));
+          return { key: "k-json-schema", value };
+        },
+      }),
+    ),
+    {
+      name: "a record framed with the id of a Protobuf schema",
+      stream: "registry-mutation",
+      reason: "unsupported-schema",
+      bad: async () => {
+        const schema = 'syntax = "proto3";\npackage agp.test;\nmessage Agent { string agent_id = 1; }\n';
+        // Confluent's Protobuf framing: after the id, the message indexes ([0] as a single 0 byte).
+        const value = await framedWithForeignSchema("PROTOBUF", schema, Buffer.from([0, 0x0a, 3, 0x61, 0x62, 0x63]));
+        return { key: "fin-agt-proto", value };
       },
     },
     {

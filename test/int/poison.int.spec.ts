@@ -92,4 +92,36 @@ describe("records Neo4j refuses are isolated, not retried forever", () => {
     const expected = referenceGraph([...log.registry, ...log.outcomes, ...log.escalations]);
     expect(diffGraphs(expected, await harness.dump())).toEqual([]);
   });
+
+  it("a record too heavy for the transaction timeout is narrowed to and dead-lettered; its neighbours apply", async () => {
+    const harness = await Harness.create("heavy", { ...limits, TOPIC_PARTITIONS: "1", MAX_LIST_LENGTH: "100000" });
+    harnesses.push(harness);
+    await harness.clearGraph();
+    // Plans compiled first, with the default timeout: only the heavy record's size decides below.
+    const warm = await harness.startProjector();
+    await harness.publish([snapshot("warm-agt-001", { tools: [tool("t-warm")] })]);
+    await harness.waitForCaughtUp();
+    await warm.stop("warmed up");
+    await harness.startProjector({ NEO4J_TX_TIMEOUT_MS: "1000" });
+    const heavy = snapshot("heavy-agt-001", {
+      tools: Array.from({ length: 40_000 }, (_, n) => ({ tool_id: `h${n}`, name: "T" })),
+    });
+    await harness.sendRaw(harness.names.source["registry-mutation"], [
+      await harness.encode(snapshot("light-agt-001", { tools: [tool("t-light")] })),
+      { ...(await harness.encode(heavy)), headers: { "x-trace": "heavy" } },
+      await harness.encode(snapshot("light-agt-002", { tools: [tool("t-light")] })),
+    ]);
+    await harness.waitForCaughtUp(180_000);
+
+    const letters = await harness.deadLetters();
+    expect(letters.map((letter) => [letter.headers["x-trace"], letter.headers[HEADER.errorClass]])).toEqual([
+      ["heavy", "neo4j-rejected"],
+    ]);
+    expect(letters[0]?.headers[HEADER.errorMessage]).toMatch(/^Neo\.ClientError\.Transaction\.TransactionTimedOut/);
+    const graph = await harness.dump();
+    for (const agent of ["light-agt-001", "light-agt-002"])
+      expect(
+        graph.relationships.some((line) => line.startsWith(`Agent:${agent} -[AUTHORIZED_FOR]-> Tool:t-light`)),
+      ).toBe(true);
+  }, 240_000);
 });

@@ -8,6 +8,7 @@ import { governanceReport } from "../../src/report.js";
 import { StartupError } from "../../src/startup.js";
 import { HEADER } from "../../src/topics.js";
 import { type EventLog, generateEventLog, SMALL_WORKLOAD } from "../../workload/generate.js";
+import { snapshot } from "../support/builders.js";
 import { expectedReport } from "../support/expected-report.js";
 import { GraphView } from "../support/graph-view.js";
 import { Harness } from "../support/harness.js";
@@ -137,5 +138,19 @@ describe("tenants sharing one database, on real servers", () => {
     await expect(shared).rejects.toThrow(
       /^Neo4j at \S+: database "neo4j" is shared by several tenants but holds Agent nodes without tenant_id/,
     );
+  });
+
+  it("database names are compared as Neo4j compares them: acme=neo4j,globex=NEO4J is one shared database", async () => {
+    await harness.clearGraph();
+    await harness.startProjector({ TENANTS: "acme=neo4j,globex=NEO4J" });
+    await harness.publish([
+      snapshot("case-agt-001", { tenant_id: "acme", name: "of acme" }),
+      snapshot("case-agt-001", { tenant_id: "globex", name: "of globex" }),
+    ]);
+    await harness.waitForCaughtUp();
+    const view = new GraphView(await harness.dump());
+    expect(view.node("Agent", "acme/case-agt-001")).toMatchObject({ tenant_id: "acme", name: "of acme" });
+    expect(view.node("Agent", "globex/case-agt-001")).toMatchObject({ tenant_id: "globex", name: "of globex" });
+    await harness.stopProjectors();
   });
 });

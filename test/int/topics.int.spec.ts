@@ -175,7 +175,7 @@ describe("topics on the cluster under test", () => {
         }),
       ).rejects.toThrow(/too large|larger than/i);
 
-      const sink = createRecordSink(producer, harness.names, "test", () => {}, maxMessageBytes);
+      const sink = createRecordSink(producer, harness.names, "test", { maxMessageBytes });
       await sink.send(items);
 
       const read: { offset: string; value: Buffer | null; headers: Record<string, string> }[] = [];

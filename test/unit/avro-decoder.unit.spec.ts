@@ -92,6 +92,42 @@ describe("the Avro decoder", () => {
     );
   });
 
+  it.each([
+    ["a schema the client cannot compile (a JSON Schema dialect)", new Error('no schema with key or ref "x"')],
+    [
+      "a schema type the client does not know",
+      Object.assign(new Error("invalid schemaType"), { name: "ArgumentError" }),
+    ],
+  ])("rejects %s as unsupported-schema, remembered as a miss", async (_name, failure) => {
+    const { decoder, lookups } = decoderWith(new Map(), failure);
+    for (let n = 0; n < 20; n++) {
+      const result = await decoder.decode("outcome-created", frame(7, Buffer.from("{}")));
+      expect(result).toMatchObject({ reason: "unsupported-schema" });
+    }
+    expect(lookups()).toBe(1);
+  });
+
+  it("rejects a schema the client loads that is not Avro (JSON Schema, Protobuf) as unsupported-schema", async () => {
+    const jsonSchema = { validate: () => true };
+    const { decoder, lookups } = decoderWith(new Map([[7, jsonSchema as unknown as avro.Type]]));
+    for (let n = 0; n < 5; n++)
+      expect(await decoder.decode("outcome-created", frame(7, Buffer.from("{}")))).toMatchObject({
+        reason: "unsupported-schema",
+      });
+    expect(lookups()).toBe(1);
+  });
+
+  it.each([
+    ["unreachable (the client's ResponseError, status 400)", { name: "ResponseError", status: 400 }],
+    ["answering 500", { name: "ResponseError", status: 500 }],
+    ["refusing our credentials", { name: "ResponseError", status: 401 }],
+  ])("a registry %s is an infrastructure failure", async (_name, fields) => {
+    const { decoder } = decoderWith(new Map(), Object.assign(new Error("registry trouble"), fields));
+    await expect(decoder.decode("outcome-created", frame(7, reader.toBuffer(outcome)))).rejects.toBeInstanceOf(
+      TransientError,
+    );
+  });
+
   it("remembers an unknown schema id as a miss for a while: a flood of them asks the registry once", async () => {
     const clock = { now: 0 };
     const { decoder, lookups } = decoderWith(new Map(), undefined, clock);

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { CONFIG_KEYS, ConfigError, loadConfig } from "../../src/config.js";
+import { CONFIG_KEYS, ConfigError, loadConfig, sharedDatabases } from "../../src/config.js";
 
 describe("loadConfig", () => {
   it("has a default for everything a local run needs, and freezes the result", () => {
@@ -92,6 +92,22 @@ describe("loadConfig", () => {
       { tenantId: "acme", database: "acmedb" },
       { tenantId: "globex", database: "graph" },
     ]);
+  });
+
+  it("compares database names as Neo4j does, case-insensitively: tenants on NEO4J and neo4j share one", () => {
+    const config = loadConfig({ TENANTS: "a=neo4j,b=NEO4J", NEO4J_DATABASE: "Neo4j" });
+    expect(config.tenants.map((t) => t.database)).toEqual(["neo4j", "neo4j"]);
+    expect(config.neo4j.database).toBe("neo4j");
+    expect([...sharedDatabases(config.tenants)]).toEqual(["neo4j"]);
+    expect([...sharedDatabases(loadConfig({ TENANTS: "a,b=Neo4J", NEO4J_DATABASE: "NEO4J" }).tenants)]).toEqual([
+      "neo4j",
+    ]);
+    expect(
+      sharedDatabases([
+        { tenantId: "a", database: "Graph" },
+        { tenantId: "b", database: "graph" },
+      ]).size,
+    ).toBe(1);
   });
 
   it("lists every key it reads", () => {

@@ -1,6 +1,6 @@
 import { KafkaJSConnectionError, KafkaJSNonRetriableError, KafkaJSNumberOfRetriesExceeded } from "kafkajs";
 import { describe, expect, it } from "vitest";
-import { classify, FatalError, TransientError } from "../../src/errors.js";
+import { blame, classify, FatalError, TransientError } from "../../src/errors.js";
 
 describe("classify", () => {
   it.each([
@@ -80,5 +80,49 @@ describe("classify", () => {
     const wrapped = Object.assign(new KafkaJSNonRetriableError(exhausted), { cause: refused });
     expect(wrapped.name).toBe("KafkaJSNonRetriableError");
     expect(classify(wrapped)).toBe("transient");
+  });
+});
+
+/**
+ * The one rule for blame, as a table: whether retrying the same record can succeed. `records`: the
+ * batch is narrowed and the record that fails alone is dead-lettered; `records-while-up`: the same,
+ * while Neo4j answers a ping; `infrastructure`: the partition pauses; `service`: the service stops.
+ */
+describe("blame", () => {
+  const neo4j = (code: string, message = "") => Object.assign(new Error(message), { code });
+  it.each([
+    // The infrastructure's: away or busy, the same record succeeds once it is back.
+    [neo4j("Neo.TransientError.Transaction.DeadlockDetected"), "infrastructure"],
+    [neo4j("Neo.TransientError.General.DatabaseUnavailable"), "infrastructure"],
+    [neo4j("ServiceUnavailable"), "infrastructure"],
+    [neo4j("SessionExpired"), "infrastructure"],
+    [neo4j("Neo.ClientError.Cluster.NotALeader"), "infrastructure"],
+    [neo4j("Neo.ClientError.Transaction.LockClientStopped"), "infrastructure"],
+    [neo4j("ECONNREFUSED"), "infrastructure"],
+    [new TransientError("schema registry unavailable"), "infrastructure"],
+    [{ name: "KafkaJSConnectionError", retriable: true }, "infrastructure"],
+    // Heavy for one transaction: the record that still fails alone while Neo4j answers is to blame.
+    [neo4j("Neo.TransientError.General.TransactionMemoryLimit"), "records-while-up"],
+    [neo4j("Neo.TransientError.General.MemoryPoolOutOfMemoryError"), "records-while-up"],
+    [neo4j("Neo.ClientError.Transaction.TransactionTimedOutClientConfiguration"), "records-while-up"],
+    [neo4j("Neo.ClientError.Transaction.TransactionTimedOut"), "records-while-up"],
+    [
+      { message: "wrapped", cause: neo4j("Neo.ClientError.Transaction.TransactionTimedOutClientConfiguration") },
+      "records-while-up",
+    ],
+    // Nobody recognises it: narrowed, a lone record blamed only while Neo4j answers.
+    [new Error("nobody knows this one"), "records-while-up"],
+    // The data itself: the same record fails the same way every time.
+    [neo4j("Neo.ClientError.Schema.IndexEntrySizeExceeded"), "records"],
+    [neo4j("Neo.ClientError.Statement.TypeError"), "records"],
+    [neo4j("Neo.ClientError.Schema.ConstraintValidationFailed"), "records"],
+    [neo4j("Neo.DatabaseError.Statement.ExecutionFailed", "Property value is too large to index"), "records"],
+    // Configuration or code: no retry of anything succeeds.
+    [neo4j("Neo.ClientError.Security.Unauthorized"), "service"],
+    [neo4j("Neo.ClientError.Database.DatabaseNotFound"), "service"],
+    [neo4j("Neo.ClientError.Statement.SyntaxError"), "service"],
+    [new FatalError("bad configuration"), "service"],
+  ])("%o → %s", (error, expected) => {
+    expect(blame(error)).toBe(expected);
   });
 });

@@ -275,6 +275,33 @@ describe("processBatch", () => {
       expect(sent).toEqual([]);
     });
 
+    it.each([
+      "Neo.TransientError.General.TransactionMemoryLimit",
+      "Neo.TransientError.General.MemoryPoolOutOfMemoryError",
+      "Neo.ClientError.Transaction.TransactionTimedOutClientConfiguration",
+    ])("narrows a batch too heavy for Neo4j (%s) to the record that fails alone", async (code) => {
+      const { graph, attempts } = poisonGraph(() => Object.assign(new Error("too heavy"), { code }));
+      const { deps: d, sent } = deps({ graph });
+      await processBatch("outcome-created", batch, d);
+      const deadLetters = sent.filter((item) => item.kind === "dead-letter");
+      expect(deadLetters.map((item) => item.record.offset)).toEqual(["2"]);
+      expect(deadLetters[0]).toMatchObject({
+        fate: { reason: "neo4j-rejected", message: expect.stringContaining(code) },
+      });
+      const succeeded = attempts.filter((ids) => !ids.some((id) => id.startsWith("poison"))).flat();
+      expect(succeeded).toEqual(["good-0", "good-1", "good-3"]);
+    });
+
+    it("blames no record for a batch too heavy while Neo4j does not answer", async () => {
+      const { graph } = poisonGraph(() =>
+        Object.assign(new Error("too heavy"), { code: "Neo.TransientError.General.TransactionMemoryLimit" }),
+      );
+      const down = { ...graph, ping: async () => Promise.reject(new Error("connection refused")) };
+      const { deps: d, sent } = deps({ graph: down });
+      await expect(processBatch("outcome-created", batch, d)).rejects.toThrow("connection refused");
+      expect(sent).toEqual([]);
+    });
+
     it("lets a transient failure through untouched, so the partition pauses", async () => {
       const { graph, attempts } = poisonGraph(() =>
         Object.assign(new Error("deadlock"), { code: "Neo.TransientError.Transaction.DeadlockDetected" }),

@@ -1,6 +1,12 @@
 import type { Admin, Producer } from "kafkajs";
 import { describe, expect, it } from "vitest";
-import { requireSourceTopics, retryRetentionMs, topicSpecs } from "../../src/adapters/kafka/admin.js";
+import {
+  HAND_OFF_HEADROOM_BYTES,
+  handOffLimit,
+  requireSourceTopics,
+  retryRetentionMs,
+  topicSpecs,
+} from "../../src/adapters/kafka/admin.js";
 import {
   chunksUnder,
   createRecordSink,
@@ -38,6 +44,21 @@ describe("topicSpecs", () => {
       expect(of(topic).replicationFactor).toBe(3);
       expect(setting(of(topic), "min.insync.replicas")).toBe("2");
     }
+  });
+
+  it("retry and dead-letter topics take the largest record their source takes, plus a copy's headers", () => {
+    const specs = topicSpecs(
+      names,
+      { partitions: 1, replicationFactor: 1 },
+      { "outcome-created": { replicationFactor: 1, minInsyncReplicas: 1, maxMessageBytes: 4_194_304 } },
+    );
+    const of = (topic: string) => specs.find((spec) => spec.topic === topic) as (typeof specs)[number];
+    for (const topic of [names.retry["outcome-created"], names.deadLetter["outcome-created"]])
+      expect(Number(setting(of(topic), "max.message.bytes"))).toBe(4_194_304 + HAND_OFF_HEADROOM_BYTES);
+    // A source's limit is its owner's; a source not described leaves its own topics at the broker's default.
+    expect(setting(of(names.source["outcome-created"]), "max.message.bytes")).toBeUndefined();
+    expect(setting(of(names.retry["registry-mutation"]), "max.message.bytes")).toBeUndefined();
+    expect(handOffLimit(1_048_588)).toBeGreaterThan(1_048_588 + MAX_ERROR_MESSAGE_BYTES + 1_000);
   });
 
   it("never asks for more in-sync replicas than copies", () => {
@@ -102,7 +123,7 @@ describe("record sink limits", () => {
 
   it("splits a send into requests under the topics' max.message.bytes, in order", async () => {
     const { producer, sends } = recordingProducer();
-    const sink = createRecordSink(producer, names, "test", () => {}, 100_000);
+    const sink = createRecordSink(producer, names, "test", { maxMessageBytes: 100_000 });
     await sink.send(Array.from({ length: 50 }, (_, i) => deadLetter(Buffer.alloc(10_000, 1), i)));
     expect(sends.length).toBeGreaterThan(5);
     const offsets: string[] = [];
@@ -117,7 +138,7 @@ describe("record sink limits", () => {
 
   it("bounds the error text and omits a value that cannot fit, saying so", async () => {
     const { producer, sends } = recordingProducer();
-    const sink = createRecordSink(producer, names, "test", () => {}, 100_000);
+    const sink = createRecordSink(producer, names, "test", { maxMessageBytes: 100_000 });
     await sink.send([deadLetter(Buffer.alloc(99_990, 1), 7, "x".repeat(40_000))]);
     const [message] = sends.flatMap((request) => request.flatMap((t) => t.messages));
     const headers = message?.headers as Record<string, string>;
@@ -125,6 +146,86 @@ describe("record sink limits", () => {
     expect(message?.value).toBeNull();
     expect(headers[HEADER.valueOmitted]).toBe("99990");
     expect(message?.key?.toString()).toBe("k");
+  });
+});
+
+describe("record sink: a copy too large for its topic", () => {
+  function recordingProducer() {
+    const sends: { topic: string; messages: { value: Buffer | null; headers: Record<string, unknown> }[] }[] = [];
+    const producer = {
+      async sendBatch({ topicMessages }: { topicMessages: typeof sends }) {
+        sends.push(...topicMessages);
+        return [];
+      },
+    } as unknown as Producer;
+    return { producer, sends };
+  }
+  const retry = (value: Buffer, offset: number): SinkItem => ({
+    kind: "retry",
+    stream: "outcome-created",
+    attempt: 1,
+    notBefore: 0,
+    firstSeen: 0,
+    reason: "agent-missing",
+    record: {
+      topic: names.source["outcome-created"],
+      partition: 2,
+      offset: String(offset),
+      timestamp: "0",
+      key: Buffer.from("k"),
+      value,
+      headers: { "x-trace": Buffer.from("t") },
+    },
+  });
+
+  it("a deferred record that does not fit its retry topic is dead-lettered as record-too-large", async () => {
+    const { producer, sends } = recordingProducer();
+    const limits = new Map([
+      [names.retry["outcome-created"], 50_000],
+      [names.deadLetter["outcome-created"], 200_000],
+    ]);
+    const dead: string[] = [];
+    const sink = createRecordSink(producer, names, "test", {
+      maxMessageBytes: limits,
+      onDeadLetter: (topic) => dead.push(topic),
+    });
+    await sink.send([retry(Buffer.alloc(100_000, 1), 5), retry(Buffer.alloc(10, 1), 6)]);
+    const to = (topic: string) => sends.filter((s) => s.topic === topic).flatMap((s) => s.messages);
+    expect(to(names.retry["outcome-created"]).map((m) => String(m.headers[HEADER.sourceOffset]))).toEqual(["6"]);
+    const [letter] = to(names.deadLetter["outcome-created"]);
+    expect(letter?.value?.length).toBe(100_000);
+    expect(letter?.headers).toMatchObject({
+      [HEADER.errorClass]: "record-too-large",
+      [HEADER.sourceTopic]: names.source["outcome-created"],
+      [HEADER.sourcePartition]: "2",
+      [HEADER.sourceOffset]: "5",
+    });
+    expect(String(letter?.headers[HEADER.errorMessage])).toMatch(/agent-missing.*larger than/);
+    expect(dead).toEqual([names.deadLetter["outcome-created"]]);
+  });
+
+  it("goes without its value when the dead-letter topic cannot take it either", async () => {
+    const { producer, sends } = recordingProducer();
+    const sink = createRecordSink(producer, names, "test", { maxMessageBytes: 50_000 });
+    await sink.send([retry(Buffer.alloc(100_000, 1), 5)]);
+    expect(sends.map((s) => s.topic)).toEqual([names.deadLetter["outcome-created"]]);
+    const [letter] = sends.flatMap((s) => s.messages);
+    expect(letter?.value).toBeNull();
+    expect(letter?.headers).toMatchObject({ [HEADER.valueOmitted]: "100000", "x-trace": Buffer.from("t") });
+  });
+
+  it("a refusal that is not about size is thrown on", async () => {
+    const producer = {
+      async sendBatch() {
+        throw Object.assign(new Error("not authorized"), {
+          name: "KafkaJSProtocolError",
+          type: "TOPIC_AUTHORIZATION_FAILED",
+          retriable: false,
+        });
+      },
+    } as unknown as Producer;
+    const sink = createRecordSink(producer, names, "test");
+    await expect(sink.send([retry(Buffer.alloc(10), 1)])).rejects.toThrow("not authorized");
   });
 });
 

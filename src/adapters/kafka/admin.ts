@@ -1,7 +1,7 @@
 import kafkajs, { type Admin, type ITopicConfig } from "kafkajs";
 import { FatalError } from "../../errors.js";
 import { type GroupAdmin, type ReadFrom, type Sleep, systemSleep } from "../../ports.js";
-import { STREAMS, type Stream, type TopicNames } from "../../topics.js";
+import { ownTopicNames, STREAMS, type Stream, type TopicNames } from "../../topics.js";
 import { historyGaps } from "./history.js";
 
 /** How many copies of a topic the cluster keeps, and how many must be in sync for an acks=all write. */
@@ -9,6 +9,21 @@ export interface Replication {
   readonly replicationFactor: number;
   readonly minInsyncReplicas: number;
 }
+
+/** What the retry and dead-letter topics take over from their source topic. */
+export interface SourceTopic extends Replication {
+  /** The source topic's max.message.bytes as the broker applies it (its own, or the broker's default). */
+  readonly maxMessageBytes?: number;
+}
+
+/**
+ * What a copy in a retry or dead-letter topic adds to the original record at most: the agp-* headers
+ * (the error text is cut to 4,000 bytes, record-sink.ts) with room to spare for a bigger batch frame.
+ */
+export const HAND_OFF_HEADROOM_BYTES = 64 * 1024;
+
+/** The max.message.bytes of a retry or dead-letter topic whose source takes records up to `sourceLimit`. */
+export const handOffLimit = (sourceLimit: number): number => sourceLimit + HAND_OFF_HEADROOM_BYTES;
 
 export interface TopicLayout {
   readonly partitions: number;
@@ -34,12 +49,13 @@ export const retryRetentionMs = (retryMaxAgeMs: number): number => retryMaxAgeMs
  * snapshot per agent is the registry); retry and dead-letter topics keep records for weeks, long
  * enough to inspect and re-drive. Retry and dead-letter topics take the replication of their source
  * topic when `sources` names it (they hold records the source offsets were committed past, so they
- * must be as durable), else the layout's.
+ * must be as durable), else the layout's, and take records larger than their source does by the
+ * headers a copy adds (handOffLimit), so that no record the source holds is refused on its way on.
  */
 export function topicSpecs(
   names: TopicNames,
   layout: TopicLayout,
-  sources: Partial<Readonly<Record<Stream, Replication>>> = {},
+  sources: Partial<Readonly<Record<Stream, SourceTopic>>> = {},
 ): ITopicConfig[] {
   const replicated = (replication: { replicationFactor: number; minInsyncReplicas?: number }) => ({
     numPartitions: layout.partitions,
@@ -54,6 +70,9 @@ export function topicSpecs(
     const compacted = stream === "registry-mutation";
     const source = replicated(layout);
     const derived = replicated(sources[stream] ?? layout);
+    const sourceLimit = sources[stream]?.maxMessageBytes;
+    const limit =
+      sourceLimit === undefined ? [] : [{ name: "max.message.bytes", value: String(handOffLimit(sourceLimit)) }];
     specs.push({
       topic: names.source[stream],
       numPartitions: source.numPartitions,
@@ -72,6 +91,7 @@ export function topicSpecs(
         { name: "cleanup.policy", value: "delete" },
         { name: "retention.ms", value: String(retryRetentionMs(layout.retryMaxAgeMs ?? 3_600_000)) },
         derived.minIsr,
+        ...limit,
       ],
     });
     specs.push({
@@ -82,6 +102,7 @@ export function topicSpecs(
         { name: "cleanup.policy", value: "delete" },
         { name: "retention.ms", value: String(28 * DAY_MS) },
         derived.minIsr,
+        ...limit,
       ],
     });
   }
@@ -131,26 +152,27 @@ export async function topicReplication(admin: Admin, topics: readonly string[]):
 }
 
 /**
- * The replication of each stream's source topic, for topicSpecs' `sources`: of the streams named in
- * `streams` (sources known to exist), else of those the broker lists. A broker that has just come back
- * may not list a topic created a moment ago, so the service, which has checked its sources, names them.
+ * The replication and record size limit of each stream's source topic, for topicSpecs' `sources`: of
+ * the streams named in `streams` (sources known to exist), else of those the broker lists. A broker
+ * that has just come back may not list a topic created a moment ago, so the service, which has checked
+ * its sources, names them.
  */
 export async function sourceReplication(
   admin: Admin,
   names: TopicNames,
   streams?: readonly Stream[],
-): Promise<Partial<Record<Stream, Replication>>> {
+): Promise<Partial<Record<Stream, SourceTopic>>> {
   const existing = streams ? undefined : new Set(await admin.listTopics());
   const present = streams ?? STREAMS.filter((stream) => existing?.has(names.source[stream]));
   if (present.length === 0) return {};
-  const replication = await topicReplication(
-    admin,
-    present.map((stream) => names.source[stream]),
-  );
+  const topics = present.map((stream) => names.source[stream]);
+  const replication = await topicReplication(admin, topics);
+  const limits = await topicConfigNumbers(admin, topics, "max.message.bytes");
   return Object.fromEntries(
     present.flatMap((stream) => {
       const found = replication.get(names.source[stream]);
-      return found ? [[stream, found]] : [];
+      const maxMessageBytes = limits.get(names.source[stream]);
+      return found ? [[stream, { ...found, ...(maxMessageBytes === undefined ? {} : { maxMessageBytes }) }]] : [];
     }),
   );
 }
@@ -200,7 +222,7 @@ export async function requireOwnTopics(
 ): Promise<void> {
   await requireTopics(
     admin,
-    [...Object.values(names.retry), ...Object.values(names.deadLetter)],
+    ownTopicNames(names),
     "retry and dead-letter topic(s)",
     confirmMs,
     sleep,

@@ -1,6 +1,6 @@
-import type { IHeaders, Producer } from "kafkajs";
+import kafkajs, { type IHeaders, type Producer } from "kafkajs";
 import { encodeMark } from "../../pipeline/retry.js";
-import type { RecordSink, SinkItem } from "../../ports.js";
+import type { Logger, RecordSink, SinkItem } from "../../ports.js";
 import { HEADER, type TopicNames } from "../../topics.js";
 import { sendBatchAtLeastOnce } from "./client.js";
 
@@ -13,6 +13,8 @@ export const MAX_ERROR_MESSAGE_BYTES = 4_000;
 const BATCH_OVERHEAD_BYTES = 128;
 const RECORD_OVERHEAD_BYTES = 64;
 const HEADER_OVERHEAD_BYTES = 10;
+// kafkajs is CommonJS and Node's ESM loader does not see this export by name.
+const { CompressionTypes } = kafkajs;
 
 interface OutgoingMessage {
   key: Buffer | null;
@@ -20,71 +22,176 @@ interface OutgoingMessage {
   headers: IHeaders;
 }
 
+export interface RecordSinkOptions {
+  /** Called for each record written to a dead-letter topic, with the topic. */
+  readonly onDeadLetter?: (topic: string) => void;
+  /**
+   * The topics' max.message.bytes as the broker applies them: one for all, or per topic (a topic not
+   * named takes DEFAULT_MAX_MESSAGE_BYTES).
+   */
+  readonly maxMessageBytes?: number | ReadonlyMap<string, number>;
+  readonly logger?: Logger;
+}
+
+/**
+ * The shapes a record's copy takes, each one used when the one before it does not fit: as it is (in
+ * the retry or dead-letter topic its item names); a deferred record as a dead letter
+ * (`record-too-large`); without its value; without its value and the producer's own headers.
+ */
+const FORMS = ["as-is", "dead-letter", "without-value", "bare"] as const;
+type Form = (typeof FORMS)[number];
+
+interface Outgoing {
+  readonly item: SinkItem;
+  readonly form: Form;
+  readonly topic: string;
+  readonly message: OutgoingMessage;
+  readonly size: number;
+}
+
+/** The broker's answer to a record batch larger than the topic's max.message.bytes. */
+const TOO_LARGE = new Set(["MESSAGE_TOO_LARGE", "RECORD_LIST_TOO_LARGE"]);
+
+function isTooLarge(error: unknown, depth = 0): boolean {
+  if (error === null || typeof error !== "object" || depth > 5) return false;
+  const { type, cause } = error as { type?: unknown; cause?: unknown };
+  if (typeof type === "string" && TOO_LARGE.has(type)) return true;
+  return cause !== undefined && cause !== error && isTooLarge(cause, depth + 1);
+}
+
 /**
  * Writes deferred records to their stream's retry topic and dead-lettered records to its dead-letter
  * topic, keeping the original key, value and headers and adding where the record came from and why.
  * The producer waits for acks from all in-sync replicas: when send resolves, the records are
- * as durable as the source they came from, so the source offset may be committed.
+ * as durable as the source they came from, so the source offset may be committed. Copies are sent
+ * gzip-compressed.
  *
- * Nothing it sends exceeds `maxMessageBytes` (the topics' max.message.bytes): kafkajs puts a send's
- * records for one partition into one record batch, which the broker refuses whole when it is larger,
- * so the items are sent in successive requests each under the limit. The error text is cut to
- * MAX_ERROR_MESSAGE_BYTES, and a dead-lettered record that would still not fit on its own (a value
- * near the source topic's own limit) is dead-lettered without its value, with `agp-value-omitted`
- * giving its size: the source coordinates in its headers still find it.
+ * No record's size stops a send. kafkajs puts a send's records for one partition into one record
+ * batch, which the broker refuses whole when it is larger than the topic's max.message.bytes, so the
+ * items are sent in successive requests each under its topic's limit. The error text is cut to
+ * MAX_ERROR_MESSAGE_BYTES. A copy that would not fit on its own — by our estimate, or because the
+ * broker refuses it — takes the next of FORMS: a deferred record is dead-lettered as
+ * `record-too-large`, a dead letter goes without its value (`agp-value-omitted` gives its size), then
+ * without the producer's headers. The source coordinates in its headers still find the record.
  */
 export function createRecordSink(
   producer: Producer,
   names: TopicNames,
   serviceVersion: string,
-  onDeadLetter: (topic: string) => void = () => {},
-  maxMessageBytes: number = DEFAULT_MAX_MESSAGE_BYTES,
+  options: RecordSinkOptions = {},
 ): RecordSink {
-  const budget = maxMessageBytes - BATCH_OVERHEAD_BYTES;
+  const { onDeadLetter = () => {}, maxMessageBytes = DEFAULT_MAX_MESSAGE_BYTES, logger } = options;
+  const budget = (topic: string) =>
+    (typeof maxMessageBytes === "number"
+      ? maxMessageBytes
+      : (maxMessageBytes.get(topic) ?? DEFAULT_MAX_MESSAGE_BYTES)) - BATCH_OVERHEAD_BYTES;
+
+  function build(item: SinkItem, form: Form): Outgoing {
+    const { record } = item;
+    const headers: IHeaders = form === "bare" ? {} : { ...record.headers };
+    // The first hop names the real source; a record re-deferred from a retry topic keeps it.
+    headers[HEADER.sourceTopic] = record.headers[HEADER.sourceTopic] ?? record.topic;
+    headers[HEADER.sourcePartition] = record.headers[HEADER.sourcePartition] ?? String(record.partition);
+    headers[HEADER.sourceOffset] = record.headers[HEADER.sourceOffset] ?? record.offset;
+    headers[HEADER.sourceTimestamp] = record.headers[HEADER.sourceTimestamp] ?? record.timestamp;
+    headers[HEADER.serviceVersion] = serviceVersion;
+    const message: OutgoingMessage = { key: record.key, value: record.value, headers };
+    let topic: string;
+    if (item.kind === "retry" && form === "as-is") {
+      topic = names.retry[item.stream];
+      headers[HEADER.attempt] = String(item.attempt);
+      headers[HEADER.notBefore] = String(item.notBefore);
+      headers[HEADER.firstSeen] = String(item.firstSeen);
+      headers[HEADER.deferReason] = item.reason;
+      if (item.upstreamMark) headers[HEADER.upstreamMark] = encodeMark(item.upstreamMark);
+    } else {
+      topic = names.deadLetter[item.stream];
+      const [reason, text] =
+        item.kind === "dead-letter"
+          ? [item.fate.reason, item.fate.message]
+          : [
+              "record-too-large",
+              `deferred (${item.reason}), but its copy is larger than ${names.retry[item.stream]} accepts (max.message.bytes ${budget(names.retry[item.stream]) + BATCH_OVERHEAD_BYTES})`,
+            ];
+      headers[HEADER.errorClass] = reason;
+      headers[HEADER.errorMessage] = truncateUtf8(text, MAX_ERROR_MESSAGE_BYTES);
+      if ((form === "without-value" || form === "bare") && record.value !== null) {
+        headers[HEADER.valueOmitted] = String(record.value.length);
+        message.value = null;
+      }
+    }
+    return { item, form, topic, message, size: messageSize(message) };
+  }
+
+  /** The item's copy in the next form, or undefined when none is left. */
+  function shrink(entry: Outgoing): Outgoing | undefined {
+    const next = FORMS[FORMS.indexOf(entry.form) + 1];
+    if (next === undefined) return undefined;
+    return build(entry.item, entry.item.kind === "dead-letter" && next === "dead-letter" ? "without-value" : next);
+  }
+
+  /** The first form of the item's copy that fits its topic by our estimate (the last one regardless). */
+  function firstFitting(item: SinkItem): Outgoing {
+    let entry = build(item, "as-is");
+    for (let next = shrink(entry); entry.size > budget(entry.topic) && next; next = shrink(entry)) entry = next;
+    return entry;
+  }
+
+  async function deliver(chunk: readonly Outgoing[]): Promise<void> {
+    const topic = (chunk[0] as Outgoing).topic;
+    try {
+      await sendBatchAtLeastOnce(producer, {
+        compression: CompressionTypes.GZIP,
+        topicMessages: [{ topic, messages: chunk.map((entry) => entry.message) }],
+      });
+    } catch (error) {
+      if (!isTooLarge(error)) throw error;
+      // Our estimate was wrong or the topic's limit changed: find the records refused, one by one.
+      if (chunk.length > 1) {
+        for (const entry of chunk) await deliver([entry]);
+        return;
+      }
+      const entry = chunk[0] as Outgoing;
+      const smaller = shrink(entry);
+      if (!smaller) throw error;
+      logger?.warn(
+        {
+          topic,
+          source: entry.message.headers[HEADER.sourceTopic]?.toString(),
+          offset: entry.item.record.offset,
+          form: smaller.form,
+        },
+        "the broker refused a copy as too large; sending a smaller one",
+      );
+      await deliver([smaller]);
+      return;
+    }
+    for (const entry of chunk) if (entry.item.kind === "dead-letter" || entry.form !== "as-is") onDeadLetter(topic);
+  }
+
   return {
     async send(items: readonly SinkItem[]) {
-      const outgoing: { topic: string; message: OutgoingMessage; size: number }[] = [];
+      const byTopic = new Map<string, Outgoing[]>();
       for (const item of items) {
-        const { record } = item;
-        const headers: IHeaders = { ...record.headers };
-        // The first hop names the real source; a record re-deferred from a retry topic keeps it.
-        headers[HEADER.sourceTopic] ??= record.topic;
-        headers[HEADER.sourcePartition] ??= String(record.partition);
-        headers[HEADER.sourceOffset] ??= record.offset;
-        headers[HEADER.sourceTimestamp] ??= record.timestamp;
-        headers[HEADER.serviceVersion] = serviceVersion;
-        let topic: string;
-        const message: OutgoingMessage = { key: record.key, value: record.value, headers };
-        if (item.kind === "retry") {
-          topic = names.retry[item.stream];
-          headers[HEADER.attempt] = String(item.attempt);
-          headers[HEADER.notBefore] = String(item.notBefore);
-          headers[HEADER.firstSeen] = String(item.firstSeen);
-          headers[HEADER.deferReason] = item.reason;
-          if (item.upstreamMark) headers[HEADER.upstreamMark] = encodeMark(item.upstreamMark);
-        } else {
-          topic = names.deadLetter[item.stream];
-          headers[HEADER.errorClass] = item.fate.reason;
-          headers[HEADER.errorMessage] = truncateUtf8(item.fate.message, MAX_ERROR_MESSAGE_BYTES);
-          if (messageSize(message) > budget && message.value !== null) {
-            headers[HEADER.valueOmitted] = String(message.value.length);
-            message.value = null;
-          }
-          onDeadLetter(topic);
-        }
-        outgoing.push({ topic, message, size: messageSize(message) });
+        const entry = firstFitting(item);
+        if (entry.form !== "as-is" || entry.size > budget(entry.topic))
+          logger?.warn(
+            {
+              topic: entry.item.record.topic,
+              partition: entry.item.record.partition,
+              offset: entry.item.record.offset,
+              bytes: item.record.value?.length ?? 0,
+              to: entry.topic,
+              form: entry.form,
+            },
+            "record too large to hand on as it is",
+          );
+        const entries = byTopic.get(entry.topic) ?? [];
+        entries.push(entry);
+        byTopic.set(entry.topic, entries);
       }
-      for (const chunk of chunksUnder(outgoing, budget)) {
-        const byTopic = new Map<string, OutgoingMessage[]>();
-        for (const { topic, message } of chunk) {
-          const messages = byTopic.get(topic) ?? [];
-          messages.push(message);
-          byTopic.set(topic, messages);
-        }
-        await sendBatchAtLeastOnce(producer, {
-          topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
-        });
-      }
+      for (const [topic, entries] of byTopic)
+        for (const chunk of chunksUnder(entries, budget(topic))) await deliver(chunk);
     },
   };
 }

@@ -5,7 +5,7 @@ import { SchemaRegistry } from "@kafkajs/confluent-schema-registry";
 import avro from "avsc";
 import { TimeoutMiddleware } from "mappersmith/middleware/timeout";
 import type { Config } from "../../config.js";
-import { FatalError, isTlsTrustFailure, TransientError } from "../../errors.js";
+import { classify, errorMessage, FatalError, isTlsTrustFailure, TransientError } from "../../errors.js";
 import { Rejection } from "../../model/fate.js";
 import { readerSchema } from "../../model/schemas.js";
 import type { Decoder } from "../../ports.js";
@@ -97,22 +97,21 @@ export function createAvroDecoder(registry: SchemaRegistry, options: DecoderOpti
   }
 
   async function resolve(stream: Stream, id: number, cacheKey: string): Promise<avro.Resolver | Rejection> {
-    let writer: avro.Type;
+    let writer: unknown;
     try {
-      writer = (await registry.getSchema(id)) as unknown as avro.Type;
+      writer = await registry.getSchema(id);
     } catch (error) {
-      const status = (error as { status?: number }).status;
-      if (status === 404 || /not found/i.test(String((error as Error).message))) {
-        const rejection = new Rejection("unknown-schema-id", `schema id ${id} is not in the registry`);
-        misses.set(id, { rejection, until: now() + missTtlMs });
-        return rejection;
+      const failure = lookupFailure(id, error);
+      if (failure instanceof Rejection) {
+        misses.set(id, { rejection: failure, until: now() + missTtlMs });
+        return failure;
       }
-      throw new TransientError(
-        `schema registry unavailable while fetching schema id ${id}: ${(error as Error).message}`,
-        {
-          cause: error,
-        },
-      );
+      throw failure;
+    }
+    if (!isAvroType(writer)) {
+      const rejection = new Rejection("unsupported-schema", `schema id ${id} is not an Avro schema`);
+      misses.set(id, { rejection, until: now() + missTtlMs });
+      return rejection;
     }
     let resolved: avro.Resolver | Rejection;
     try {
@@ -145,6 +144,33 @@ export function createAvroDecoder(registry: SchemaRegistry, options: DecoderOpti
       }
     },
   };
+}
+
+/**
+ * What a failed schema lookup means. The registry's own answers and failures to reach it arrive as
+ * the client's ResponseError (with an HTTP status; unreachable and timed out count as 400) or as a
+ * network error: an id it does not know is the record's problem (`unknown-schema-id`), anything else
+ * the infrastructure's (a TransientError: the partition pauses). Any other error comes from loading
+ * a schema the registry did return (a JSON Schema dialect or Protobuf file the client cannot compile,
+ * a type it does not know): retrying cannot change an id's schema, so it is the record's
+ * (`unsupported-schema`).
+ */
+export function lookupFailure(id: number, error: unknown): Rejection | TransientError {
+  const { status, message } = (error ?? {}) as { status?: unknown; message?: unknown };
+  if (status === 404 || /not found/i.test(String(message)))
+    return new Rejection("unknown-schema-id", `schema id ${id} is not in the registry`);
+  if (typeof status === "number" || classify(error) === "transient")
+    return new TransientError(`schema registry unavailable while fetching schema id ${id}: ${errorMessage(error)}`, {
+      cause: error,
+    });
+  return new Rejection("unsupported-schema", `schema id ${id} cannot be loaded as Avro: ${errorMessage(error)}`);
+}
+
+/** An avsc type, whichever copy of avsc made it (the registry client may bundle its own). */
+function isAvroType(schema: unknown): schema is avro.Type {
+  if (schema instanceof avro.Type) return true;
+  const { typeName, createResolver } = (schema ?? {}) as { typeName?: unknown; createResolver?: unknown };
+  return typeof typeName === "string" && typeof createResolver === "function";
 }
 
 /** The compatibility levels a Confluent-compatible registry knows. */
