@@ -20,7 +20,8 @@ import { raiseHandOffLimits } from "./adapters/kafka/topic-limits.js";
 import { createUpstreamProgress } from "./adapters/kafka/upstream-progress.js";
 import { createLagGauges } from "./adapters/metrics/lag-gauges.js";
 import { createPrometheusMetrics, type PrometheusMetrics } from "./adapters/metrics/prometheus.js";
-import { createDriver, createGraphWriter, migrate, verifyMigrated } from "./adapters/neo4j/graph-writer.js";
+import { createDriver, createGraphWriter } from "./adapters/neo4j/graph-writer.js";
+import { migrate, verifyMigrated } from "./adapters/neo4j/migrate.js";
 import {
   checkRegistry,
   createAvroDecoder,

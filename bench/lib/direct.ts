@@ -4,7 +4,7 @@
  * per transaction with the per-record form of the spec's Cypher.
  */
 import neo4j, { type Driver } from "neo4j-driver";
-import { migrate } from "../../src/adapters/neo4j/graph-writer.js";
+import { migrate } from "../../src/adapters/neo4j/migrate.js";
 import { CONSTRAINT_NAMES, TENANT_CONSTRAINT_NAMES } from "../../src/cypher/s6-constraints.js";
 import type { EscalationEdge, OutcomeCreated, ProjectorEvent, RegistryEvent } from "../../src/model/events.js";
 import type { GraphWriter } from "../../src/ports.js";

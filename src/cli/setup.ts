@@ -3,7 +3,8 @@ import { requiredAcls } from "../acls.js";
 import { ensureTopics, replicationFor, sourceReplication, topicSpecs } from "../adapters/kafka/admin.js";
 import { createKafka } from "../adapters/kafka/client.js";
 import { raiseHandOffLimits } from "../adapters/kafka/topic-limits.js";
-import { createDriver, migrate } from "../adapters/neo4j/graph-writer.js";
+import { createDriver } from "../adapters/neo4j/graph-writer.js";
+import { migrate } from "../adapters/neo4j/migrate.js";
 import {
   COMPATIBILITY_LEVELS,
   type CompatibilityLevel,

@@ -1,6 +1,6 @@
 import neo4j from "neo4j-driver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { migrate } from "../../src/adapters/neo4j/graph-writer.js";
+import { migrate } from "../../src/adapters/neo4j/migrate.js";
 import { REGISTRY_TOMBSTONE } from "../../src/cypher/s3_1-registry-projection.js";
 import type { Statement } from "../../src/cypher/statement.js";
 import type { EscalationEdge, OutcomeCreated, RegistryEvent } from "../../src/model/events.js";

@@ -1,6 +1,6 @@
 import type { ManagedTransaction, Transaction } from "neo4j-driver";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { migrate } from "../../src/adapters/neo4j/graph-writer.js";
+import { migrate } from "../../src/adapters/neo4j/migrate.js";
 import { REGISTRY_PROJECTION } from "../../src/cypher/s3_1-registry-projection.js";
 import type { Statement, StatementResult } from "../../src/cypher/statement.js";
 import { projectOutcomes } from "../../src/projection/outcomes.js";

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { AclOperationTypes, AclPermissionTypes, AclResourceTypes, ResourcePatternTypes } from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { requiredAcls } from "../../src/acls.js";
-import { migrate } from "../../src/adapters/neo4j/graph-writer.js";
+import { migrate } from "../../src/adapters/neo4j/migrate.js";
 import { loadConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import { diffGraphs } from "../../src/model/graph.js";
