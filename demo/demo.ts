@@ -7,9 +7,10 @@
  */
 import { parseArgs } from "node:util";
 import { pino } from "pino";
-import { ensureTopics, fetchLag, replicationFor, topicSpecs } from "../src/adapters/kafka/admin.js";
+import { ensureTopics, replicationFor, topicSpecs } from "../src/adapters/kafka/admin.js";
 import { createKafka, createProducer } from "../src/adapters/kafka/client.js";
 import { publishEvents } from "../src/adapters/kafka/event-publisher.js";
+import { fetchLag } from "../src/adapters/kafka/group-admin.js";
 import { createDriver, createGraphWriter } from "../src/adapters/neo4j/graph-writer.js";
 import { createSchemaRegistry, registerSchemas } from "../src/adapters/registry/schema-registry.js";
 import { printReport } from "../src/cli/report.js";

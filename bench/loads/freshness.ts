@@ -8,9 +8,9 @@
 
 import os from "node:os";
 import type { Message } from "kafkajs";
-import { fetchLag } from "../../src/adapters/kafka/admin.js";
 import { sendBatchAtLeastOnce } from "../../src/adapters/kafka/client.js";
 import { publishEvents, streamOf, toMessage } from "../../src/adapters/kafka/event-publisher.js";
+import { fetchLag } from "../../src/adapters/kafka/group-admin.js";
 import type { EscalationEdge, OutcomeCreated, ProjectorEvent } from "../../src/model/events.js";
 import type { Stream } from "../../src/topics.js";
 import { generateEventLog, prng } from "../../workload/generate.js";

@@ -1,6 +1,7 @@
 /** The projector as N `run` child processes in one group, timed from the first join to zero lag. */
 import type { Admin } from "kafkajs";
-import { ensureTopics, fetchLag, partitionLag, topicSpecs } from "../../src/adapters/kafka/admin.js";
+import { ensureTopics, topicSpecs } from "../../src/adapters/kafka/admin.js";
+import { fetchLag, partitionLag } from "../../src/adapters/kafka/group-admin.js";
 import { consumedTopics, STREAMS, type Stream, type TopicNames, topicNames } from "../../src/topics.js";
 import { PARTITIONS, round, say, sleep } from "../args.js";
 import { cpuMeter } from "../lib/cpu.js";

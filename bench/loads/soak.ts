@@ -1,6 +1,7 @@
 /** A soak at a steady produce rate: RSS and lag every 10 s, and their trend. */
-import { fetchLag } from "../../src/adapters/kafka/admin.js";
+
 import { publishEvents } from "../../src/adapters/kafka/event-publisher.js";
+import { fetchLag } from "../../src/adapters/kafka/group-admin.js";
 import type { EscalationEdge, OutcomeCreated, ProjectorEvent } from "../../src/model/events.js";
 import { consumedTopics } from "../../src/topics.js";
 import { generateEventLog, prng } from "../../workload/generate.js";

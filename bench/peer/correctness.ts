@@ -11,8 +11,9 @@
 import type { SchemaRegistry } from "@kafkajs/confluent-schema-registry";
 import type { Admin, Producer } from "kafkajs";
 import type { Driver } from "neo4j-driver";
-import { ensureTopics, fetchLag, topicSpecs } from "../../src/adapters/kafka/admin.js";
+import { ensureTopics, topicSpecs } from "../../src/adapters/kafka/admin.js";
 import { publishEvents } from "../../src/adapters/kafka/event-publisher.js";
+import { fetchLag } from "../../src/adapters/kafka/group-admin.js";
 import { dumpGraph } from "../../src/adapters/neo4j/dump.js";
 import { registerSchemas } from "../../src/adapters/registry/schema-registry.js";
 import type { Config } from "../../src/config.js";

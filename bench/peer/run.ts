@@ -4,7 +4,7 @@
  * sees zero lag on every source topic — with CPU seconds per process and the worker's peak RSS.
  */
 import type { Admin } from "kafkajs";
-import { partitionLag } from "../../src/adapters/kafka/admin.js";
+import { partitionLag } from "../../src/adapters/kafka/group-admin.js";
 import { STREAMS, type Stream } from "../../src/topics.js";
 import { type CpuSeconds, cpuMeter } from "../lib/cpu.js";
 import type { PeerArtifacts } from "./build.js";

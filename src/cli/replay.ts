@@ -1,6 +1,6 @@
 import type { Command } from "commander";
-import { createGroupAdmin } from "../adapters/kafka/admin.js";
 import { createKafka, createProducer } from "../adapters/kafka/client.js";
+import { createGroupAdmin } from "../adapters/kafka/group-admin.js";
 import { createTopicReader } from "../adapters/kafka/read-topic.js";
 import { createRecordSink } from "../adapters/kafka/record-sink.js";
 import { createDriver, createGraphWriter } from "../adapters/neo4j/graph-writer.js";

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { fetchPositions } from "../../src/adapters/kafka/admin.js";
+import { fetchPositions } from "../../src/adapters/kafka/group-admin.js";
 import { readTopicsToEnd } from "../../src/adapters/kafka/read-topic.js";
 import { diffGraphs } from "../../src/model/graph.js";
 import { generateEventLog, SMALL_WORKLOAD } from "../../workload/generate.js";

@@ -1,4 +1,4 @@
-import { fetchLag } from "../../src/adapters/kafka/admin.js";
+import { fetchLag } from "../../src/adapters/kafka/group-admin.js";
 import { isAgentId, type ProjectorEvent } from "../../src/model/events.js";
 import { diffGraphs } from "../../src/model/graph.js";
 import { consumedTopics } from "../../src/topics.js";

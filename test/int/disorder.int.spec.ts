@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { resetOffsets } from "../../src/adapters/kafka/admin.js";
+import { resetOffsets } from "../../src/adapters/kafka/group-admin.js";
 import type { ProjectorEvent } from "../../src/model/events.js";
 import { diffGraphs } from "../../src/model/graph.js";
 import { STREAMS } from "../../src/topics.js";

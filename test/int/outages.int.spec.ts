@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { fetchLag } from "../../src/adapters/kafka/admin.js";
 import { toMessage } from "../../src/adapters/kafka/event-publisher.js";
+import { fetchLag } from "../../src/adapters/kafka/group-admin.js";
 import { readerSchema } from "../../src/model/schemas.js";
 import type { Stream } from "../../src/topics.js";
 import { escalation, outcome, snapshot } from "../support/builders.js";

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { createGroupAdmin, resetOffsets } from "../../src/adapters/kafka/admin.js";
+import { createGroupAdmin, resetOffsets } from "../../src/adapters/kafka/group-admin.js";
 import { createTopicReader } from "../../src/adapters/kafka/read-topic.js";
 import { createAvroDecoder } from "../../src/adapters/registry/schema-registry.js";
 import { CONSTRAINT_NAMES } from "../../src/cypher/s6-constraints.js";

@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createGroupAdmin } from "../../src/adapters/kafka/admin.js";
+import { createGroupAdmin } from "../../src/adapters/kafka/group-admin.js";
 import { historyGaps } from "../../src/adapters/kafka/history.js";
 import { createTopicReader, readTopicsToEnd } from "../../src/adapters/kafka/read-topic.js";
 import { createAvroDecoder } from "../../src/adapters/registry/schema-registry.js";

@@ -1,6 +1,6 @@
 import type { Admin, KafkaMessage } from "kafkajs";
 import { describe, expect, it } from "vitest";
-import { assertNoActiveMembers, GroupActiveError } from "../../src/adapters/kafka/admin.js";
+import { assertNoActiveMembers, GroupActiveError } from "../../src/adapters/kafka/group-admin.js";
 import { normaliseHeaders, toSourceRecord } from "../../src/adapters/kafka/source-record.js";
 import { Rejection } from "../../src/model/fate.js";
 import {

@@ -1,7 +1,7 @@
 import type { Admin } from "kafkajs";
 import { errorMessage } from "../../errors.js";
 import { type Clock, type Logger, systemClock } from "../../ports.js";
-import { fetchLag } from "./admin.js";
+import { fetchLag } from "./group-admin.js";
 
 /** One partition's consumer lag (admin.ts partitionLag). */
 export interface PartitionLag {

@@ -3,7 +3,7 @@ import { TransientError } from "../../errors.js";
 import { UPSTREAM_OF } from "../../pipeline/retry.js";
 import type { UpstreamMark, UpstreamProgress } from "../../ports.js";
 import type { Stream, TopicNames } from "../../topics.js";
-import { fetchPositions } from "./admin.js";
+import { fetchPositions } from "./group-admin.js";
 
 /** Committed positions older than this are read again; older is only more cautious, never wrong. */
 const COMMITTED_FRESH_MS = 250;

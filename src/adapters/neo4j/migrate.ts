@@ -1,0 +1,77 @@
+import neo4j, { type Driver } from "neo4j-driver";
+import {
+  CONSTRAINT_NAMES,
+  CONSTRAINTS,
+  MISSCOPED_NODE,
+  TENANT_CONSTRAINT_NAMES,
+  TENANT_CONSTRAINTS,
+} from "../../cypher/s6-constraints.js";
+import { FatalError } from "../../errors.js";
+
+/**
+ * §6: the uniqueness constraints, created idempotently before any write, on every served database —
+ * composite with the tenant on a database several tenants share. Such a database must not hold nodes
+ * projected while it served one tenant (they carry no tenant), nor a database one tenant has to itself
+ * nodes projected while several shared it (they carry one): either is refused, naming the database,
+ * as a fatal error, since waiting cannot change it.
+ */
+export async function migrate(
+  driver: Driver,
+  databases: Iterable<string>,
+  shared: ReadonlySet<string> = new Set(),
+): Promise<void> {
+  for (const database of new Set(databases)) {
+    const isShared = shared.has(database);
+    await refuseMisscoped(driver, database, isShared);
+    if (isShared) {
+      for (const name of CONSTRAINT_NAMES)
+        await driver.executeQuery(`DROP CONSTRAINT ${name} IF EXISTS`, {}, { database });
+      for (const constraint of TENANT_CONSTRAINTS) await driver.executeQuery(constraint, {}, { database });
+    } else {
+      for (const constraint of CONSTRAINTS) await driver.executeQuery(constraint, {}, { database });
+    }
+    await driver.executeQuery("CALL db.awaitIndexes(300)", {}, { database });
+  }
+}
+
+/**
+ * What `run` does instead of migrate with MIGRATE_ON_START=false, for a principal that may not create
+ * constraints: checks that migrate has been run (every §6 constraint of the layout exists, and no node
+ * is scoped for another layout), and otherwise stops start-up with one line saying what to run.
+ */
+export async function verifyMigrated(
+  driver: Driver,
+  databases: Iterable<string>,
+  shared: ReadonlySet<string> = new Set(),
+): Promise<void> {
+  for (const database of new Set(databases)) {
+    const isShared = shared.has(database);
+    const { records } = await driver.executeQuery(
+      "SHOW CONSTRAINTS YIELD name RETURN collect(name) AS names",
+      {},
+      {
+        database,
+        routing: neo4j.routing.READ,
+      },
+    );
+    const present = new Set((records[0]?.get("names") as string[] | undefined) ?? []);
+    const missing = (isShared ? TENANT_CONSTRAINT_NAMES : CONSTRAINT_NAMES).filter((name) => !present.has(name));
+    if (missing.length > 0) {
+      throw new FatalError(
+        `database "${database}" lacks the §6 constraint(s) ${missing.join(", ")} (MIGRATE_ON_START=false); run "agent-graph-projector migrate" as a user allowed to create constraints`,
+      );
+    }
+    await refuseMisscoped(driver, database, isShared);
+  }
+}
+
+async function refuseMisscoped(driver: Driver, database: string, isShared: boolean): Promise<void> {
+  const found = (await driver.executeQuery(MISSCOPED_NODE, { shared: isShared }, { database })).records[0];
+  if (!found) return;
+  const labels = String(found.get("labels"));
+  throw new FatalError(
+    isShared
+      ? `database "${database}" is shared by several tenants but holds ${labels} nodes without tenant_id, projected while it served one tenant; give each tenant its own database, or clear it and rebuild`
+      : `database "${database}" serves one tenant but holds ${labels} nodes of tenant "${String(found.get("tenant"))}", projected while several tenants shared it; serve those tenants from it again, or clear it and rebuild`,
+  );
+}
