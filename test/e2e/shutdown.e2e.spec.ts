@@ -52,7 +52,12 @@ function startRun(env: Record<string, string>): RunProcess {
       if (lines.some((entry) => entry.msg === message)) return Promise.resolve();
       return new Promise<void>((resolve, reject) => {
         const timer = setTimeout(
-          () => reject(new Error(`no "${message}" within ${timeoutMs} ms; log: ${JSON.stringify(lines.slice(-5))}`)),
+          () =>
+            reject(
+              new Error(
+                `no "${message}" within ${timeoutMs} ms; log: ${JSON.stringify(lines.slice(-5))}; stderr: ${stderr.slice(-2000)}`,
+              ),
+            ),
           timeoutMs,
         );
         waiters.push({
