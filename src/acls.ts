@@ -17,7 +17,8 @@ export const READER_GROUP_PREFIX = "agent-graph-projector-reader-";
  * retry topics read and written, the dead-letter topics written, each one's configuration read
  * (replication and record size limits), the group joined and committed. Read and Write imply Describe,
  * which the lag and the catch-up hold need (offsets and watermarks). Topic creation at start-up
- * (CREATE_TOPICS_ON_START, the default) adds Create on the retry and dead-letter topics; scheduled
+ * (CREATE_TOPICS_ON_START, the default) adds Create on the retry and dead-letter topics, and
+ * AlterConfigs to raise their max.message.bytes to their source's (topic-limits.ts); scheduled
  * reconciliation (RECONCILE_INTERVAL_MS) adds the throwaway reader groups. The README's table is
  * this list; test/int/secured grants exactly it and runs the service as that principal.
  */
@@ -26,7 +27,7 @@ export function requiredAcls(
   groupId: string,
   options: { readonly createTopics: boolean; readonly reconcile: boolean },
 ): RequiredAcl[] {
-  const create = options.createTopics ? (["Create"] as const) : [];
+  const create = options.createTopics ? (["Create", "AlterConfigs"] as const) : [];
   return [
     ...STREAMS.map(
       (stream): RequiredAcl => ({
