@@ -225,7 +225,7 @@ async function startOrFail(
       onCommitted: hold.committed,
     },
     {
-      handle: (stream, records) => processBatch(stream, records, batchDeps),
+      handle: (stream, records, progress) => processBatch(stream, records, batchDeps, progress),
       metrics,
       logger,
       clock,

@@ -64,6 +64,7 @@ export async function processBatch<S extends Stream>(
   stream: S,
   records: readonly SourceRecord[],
   deps: BatchDeps,
+  progress: () => void = () => {},
 ): Promise<BatchSummary> {
   const started = deps.clock.now();
   const fates = new Map<number, Fate>();
@@ -91,7 +92,7 @@ export async function processBatch<S extends Stream>(
   for (const [database, events] of byDatabase) {
     // Several tenants in one database: every key carries the tenant (cypher/tenant.ts).
     const scoped = [...deps.databases.values()].filter((served) => served === database).length > 1;
-    await applyIsolatingPoison(stream, { database, scoped }, events, deps, fates);
+    await applyIsolatingPoison(stream, { database, scoped }, events, deps, fates, progress);
   }
   const committedAt = deps.clock.now();
 
@@ -182,7 +183,9 @@ interface WriteTarget {
  * order, until each failing record stands alone; those are dead-lettered with Neo4j's code and every
  * other record is applied. Splitting is safe: every statement is an idempotent MERGE and the
  * projections give the same graph wherever batch boundaries fall. The infrastructure's failures
- * propagate: the partition pauses, or on a fatal one the service stops.
+ * propagate: the partition pauses, or on a fatal one the service stops. `progress` hears of every
+ * answer Neo4j gives meanwhile: narrowing a heavy batch down may take minutes, and a partition that
+ * is being narrowed is not wedged (liveness reads it).
  */
 async function applyIsolatingPoison<S extends Stream>(
   stream: S,
@@ -190,6 +193,7 @@ async function applyIsolatingPoison<S extends Stream>(
   events: readonly Indexed<EventOf<S>>[],
   deps: BatchDeps,
   fates: Map<number, Fate>,
+  progress: () => void,
 ): Promise<void> {
   const sleep = deps.sleep ?? systemSleep;
   for (let attempt = 1; ; attempt++) {
@@ -198,6 +202,7 @@ async function applyIsolatingPoison<S extends Stream>(
       return;
     } catch (error) {
       recordFaultOrThrow(error);
+      progress();
       if (classify(error) === "unknown" && attempt < UNKNOWN_ERROR_ATTEMPTS) {
         deps.logger.warn(
           {
@@ -222,7 +227,7 @@ async function applyIsolatingPoison<S extends Stream>(
         },
         "Neo4j refused the batch; narrowing it down to the records it refuses",
       );
-      await narrow(stream, target, events, deps, fates, error);
+      await narrow(stream, target, events, deps, fates, error, progress);
       return;
     }
   }
@@ -241,6 +246,7 @@ async function narrow<S extends Stream>(
   deps: BatchDeps,
   fates: Map<number, Fate>,
   error: unknown,
+  progress: () => void,
 ): Promise<void> {
   if (events.length === 1) {
     // An unrecognised or load-dependent error on a lone record may still be Neo4j's own trouble: blame
@@ -257,9 +263,11 @@ async function narrow<S extends Stream>(
   for (const part of [events.slice(0, half), events.slice(half)]) {
     try {
       await applyEvents(stream, target, part, deps, fates);
+      progress();
     } catch (partError) {
       recordFaultOrThrow(partError);
-      await narrow(stream, target, part, deps, fates, partError);
+      progress();
+      await narrow(stream, target, part, deps, fates, partError, progress);
     }
   }
 }

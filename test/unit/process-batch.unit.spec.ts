@@ -257,6 +257,20 @@ describe("processBatch", () => {
       expect(succeeded).toEqual(["good-0", "good-1", "good-3"]);
     });
 
+    it("reports progress at every answer while it narrows, so liveness does not take a long narrowing for a wedge", async () => {
+      const { graph, attempts } = poisonGraph(() =>
+        Object.assign(new Error("terminated"), {
+          code: "Neo.ClientError.Transaction.TransactionTimedOutClientConfiguration",
+        }),
+      );
+      const { deps: d } = deps({ graph });
+      let progressed = 0;
+      await processBatch("outcome-created", batch, d, () => progressed++);
+      // Every attempt after the first failed one got an answer from Neo4j: each is progress.
+      expect(attempts.length).toBeGreaterThan(2);
+      expect(progressed).toBe(attempts.length);
+    });
+
     it("tries an unrecognised error a bounded number of times, then narrows it the same way", async () => {
       const { graph, attempts } = poisonGraph(() => new Error("nobody knows this one"));
       const waits: number[] = [];

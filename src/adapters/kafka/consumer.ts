@@ -60,7 +60,12 @@ export interface ProjectorConsumer {
  * every record is applied or durably handed on, so its offsets may be committed; throws on an
  * infrastructure failure.
  */
-export type HandleRecords = (stream: Stream, records: readonly SourceRecord[]) => Promise<unknown>;
+export type HandleRecords = (
+  stream: Stream,
+  records: readonly SourceRecord[],
+  /** Called while the records are being applied, whenever the work moves on (liveness reads it). */
+  progress: () => void,
+) => Promise<unknown>;
 
 export interface ConsumerDeps {
   readonly handle: HandleRecords;
@@ -122,6 +127,14 @@ export function createProjectorConsumer(
   /** Source partitions this instance owns: high watermark at the last fetch, and the next offset to commit. */
   const positions = new Map<string, { stream: Stream; highWatermark: number; next: number; progressAt: number }>();
   const timers = new Set<NodeJS.Timeout>();
+  /** A partition's batch moved on without a commit yet (a narrowing step): it is not wedged. */
+  const touch = (partitionKey: string) => {
+    const position = positions.get(partitionKey);
+    if (position) position.progressAt = deps.clock.now();
+  };
+  const touchStream = (stream: Stream) => {
+    for (const [key, position] of positions) if (position.stream === stream) touch(key);
+  };
 
   const isHeld = (stream: Stream) => options.isHeld?.(stream) ?? false;
   const serial = options.serialStreams ?? new Set<Stream>();
@@ -130,7 +143,8 @@ export function createProjectorConsumer(
     [...serial].map((stream) => [
       stream,
       createCoalescer<SourceRecord>(async (records) => {
-        await deps.handle(stream, records);
+        // One transaction for several partitions of the stream: its progress is theirs.
+        await deps.handle(stream, records, () => touchStream(stream));
       }, options.maxBatchRecords),
     ]),
   );
@@ -149,8 +163,7 @@ export function createProjectorConsumer(
     heldStream?: Stream,
   ) => {
     // A deliberate pause is progress: the partition is looked after, not wedged.
-    const position = positions.get(`${topic}/${partition}`);
-    if (position) position.progressAt = deps.clock.now();
+    touch(`${topic}/${partition}`);
     const resumeAndReport = () => {
       deps.metrics.setPaused(topic, partition, undefined);
       if (!stopping) resume();
@@ -248,7 +261,9 @@ export function createProjectorConsumer(
         const heartbeat = setInterval(() => void payload.heartbeat().catch(() => {}), HEARTBEAT_WHILE_APPLYING_MS);
         try {
           const coalesced = serialApply.get(role.stream);
-          await (coalesced ? coalesced(batch.topic, chunk) : deps.handle(role.stream, chunk));
+          await (coalesced
+            ? coalesced(batch.topic, chunk)
+            : deps.handle(role.stream, chunk, () => touch(partitionKey)));
         } catch (error) {
           const attempt = (failures.get(partitionKey) ?? 0) + 1;
           failures.set(partitionKey, attempt);
