@@ -1,6 +1,6 @@
 import type { Driver } from "neo4j-driver";
-import { describe, expect, it } from "vitest";
-import { createGraphWriter } from "../../src/adapters/neo4j/graph-writer.js";
+import { describe, expect, it, vi } from "vitest";
+import { createGraphWriter, SILENCE_GRACE_MS } from "../../src/adapters/neo4j/graph-writer.js";
 import type { Statement } from "../../src/cypher/statement.js";
 import { noopMetrics } from "../../src/ports.js";
 
@@ -132,5 +132,30 @@ describe("the graph writer's retries", () => {
     expect(transactions()).toBe(2);
     expect(time.waits).toEqual([25]);
     expect(retries).toBe(0);
+  });
+});
+
+describe("the graph writer's bounds", () => {
+  it("a session whose close is never answered does not hold the batch: the write resolves after the grace", async () => {
+    vi.useFakeTimers();
+    try {
+      const { driver } = fakeDriver(() => {});
+      const session = driver.session;
+      const stuck = (() => ({
+        ...session(),
+        close: () => new Promise<void>(() => {}),
+      })) as unknown as Driver["session"];
+      const graph = createGraphWriter({ session: stuck } as unknown as Driver, noopMetrics, 60_000, 1, timing());
+      let settled = false;
+      const applied = graph.apply("neo4j", statements).finally(() => {
+        settled = true;
+      });
+      await vi.advanceTimersByTimeAsync(SILENCE_GRACE_MS - 1);
+      expect(settled).toBe(false);
+      await vi.advanceTimersByTimeAsync(1);
+      await expect(applied).resolves.toEqual([{ name: "outcome", records: [], counters }]);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

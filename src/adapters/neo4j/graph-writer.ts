@@ -107,7 +107,7 @@ export function createGraphWriter(
     } finally {
       clearTimeout(timer);
       if (silent) void session.close().catch(() => {});
-      else await session.close();
+      else await closeWithin(session, SILENCE_GRACE_MS);
     }
   }
 
@@ -238,6 +238,28 @@ interface ConnectionInternals {
  * GOODBYE and waits). Reaches into the driver's internals: if a release moves them, nothing is
  * destroyed, the attempt still fails on time, and the socket lingers until the OS gives up on it.
  */
+/**
+ * Closes a session whose work is done, waiting at most `ms`: a close sends RESET and waits for its
+ * answer, which a Neo4j too loaded (or a path gone silent just then) may never give; the attempt's
+ * outcome is already decided, so past the bound the connection is dropped instead of holding the
+ * write slot, and the batch, for ever.
+ */
+async function closeWithin(session: Session, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<"late">((resolve) => {
+    timer = setTimeout(() => resolve("late"), ms);
+  });
+  const closing = session.close();
+  try {
+    if ((await Promise.race([closing, late])) === "late") {
+      closing.catch(() => {});
+      dropConnections(session, new TransientError(`closing a Neo4j session took over ${ms} ms; connection dropped`));
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 function dropConnections(session: Session, error: Error): void {
   const internals = session as unknown as SessionInternals;
   for (const holder of [internals._writeConnectionHolder, internals._readConnectionHolder]) {
