@@ -6,7 +6,7 @@ import { backoffMs, firstSeenOf, isDue, notBeforeOf } from "./retry.js";
 /**
  * The rules a consumed partition follows, free of Kafka: how a fetched batch is cut into
  * sub-batches, which retry records are due, how long a partition pauses and why. The Kafka adapter
- * (adapters/kafka/consumer.ts) carries records and carries these decisions out.
+ * (adapters/kafka/each-batch.ts) carries records and carries these decisions out.
  */
 
 /** No partition pause lasts longer than this; a longer wait is re-checked after it. */

@@ -1,19 +1,10 @@
-import type { Consumer, EachBatchPayload, Kafka } from "kafkajs";
+import type { Consumer, Kafka } from "kafkajs";
 import { errorMessage, FatalError } from "../../errors.js";
-import { createCoalescer } from "../../pipeline/coalesce.js";
-import {
-  admitBatch,
-  HOLD_PAUSE_MS,
-  heldOnJoin,
-  notDuePauseMs,
-  onFailure,
-  progressSince,
-  splitDue,
-  subBatches,
-} from "../../pipeline/partition-policy.js";
-import type { Clock, ConsumerMetrics, Logger, PauseReason, SourceRecord } from "../../ports.js";
+import { createPartitionPositions } from "../../pipeline/partition-positions.js";
+import type { Clock, ConsumerMetrics, Logger, SourceRecord } from "../../ports.js";
 import { consumedTopics, roleOfTopic, type Stream, type TopicNames } from "../../topics.js";
-import { toSourceRecord } from "./source-record.js";
+import { createBatchApplier } from "./each-batch.js";
+import { createPartitionPauses } from "./partition-pauses.js";
 
 export interface ConsumerOptions {
   readonly groupId: string;
@@ -76,25 +67,9 @@ export interface ConsumerDeps {
 }
 
 /**
- * The partition's position once `lastOffset` is applied. After the batch's last record it is past the
- * whole batch, which ends with the transaction markers and aborted records that follow that record:
- * kafkajs filters those out of `batch.messages` and, when the last record is resolved, resolves up to
- * `batch.lastOffset()`, which counts them. Without them a caught-up transactional partition would show
- * a backlog of its markers forever.
- */
-function positionAfter(batch: EachBatchPayload["batch"], lastOffset: string): number {
-  return lastOffset === batch.messages.at(-1)?.offset ? Number(batch.lastOffset()) + 1 : Number(lastOffset) + 1;
-}
-
-/** A third of the session timeout, as kafkajs's own heartbeat interval is. */
-const HEARTBEAT_WHILE_APPLYING_MS = 3_000;
-
-/**
- * The consumer group over the three source topics and their retry topics. Each fetched partition
- * batch is applied in sub-batches; an offset is resolved and committed only after its sub-batch was
- * applied or durably handed to the retry/dead-letter topics. Nothing thrown escapes eachBatch: kafkajs
- * would restart the consumer and rebalance the group. On an infrastructure failure the partition
- * pauses with backoff and, since its offset was not resolved, is fetched again from the same record.
+ * The consumer group over the three source topics and their retry topics. Fetched batches are applied
+ * by each-batch.ts, partitions paused by partition-pauses.ts, and the instance's own view of its
+ * source partitions kept by pipeline/partition-positions.ts.
  */
 export function createProjectorConsumer(
   kafka: Kafka,
@@ -118,74 +93,19 @@ export function createProjectorConsumer(
     retry: { retries: 10 },
   });
   let joined = false;
-  // Set by stop(): from then on nothing resumes or pauses a partition (kafkajs throws "Consumer group
-  // was not initialized" at a consumer that has left), whatever timer or hold release fires late.
-  let stopping = false;
   let fetchedAt = deps.clock.now();
   let currentAssignment = new Map<string, number[]>();
-  const failures = new Map<string, number>();
   /** Source partitions this instance owns: high watermark at the last fetch, and the next offset to commit. */
-  const positions = new Map<string, { stream: Stream; highWatermark: number; next: number; progressAt: number }>();
-  const timers = new Set<NodeJS.Timeout>();
-  /** A partition's batch moved on without a commit yet (a narrowing step): it is not wedged. */
-  const touch = (partitionKey: string) => {
-    const position = positions.get(partitionKey);
-    if (position) position.progressAt = deps.clock.now();
-  };
-  const touchStream = (stream: Stream) => {
-    for (const [key, position] of positions) if (position.stream === stream) touch(key);
-  };
-
-  const isHeld = (stream: Stream) => options.isHeld?.(stream) ?? false;
-  const serial = options.serialStreams ?? new Set<Stream>();
-  // One transaction at a time per serial stream; partitions' batches that wait are merged into it.
-  const serialApply = new Map(
-    [...serial].map((stream) => [
-      stream,
-      createCoalescer<SourceRecord>(async (records) => {
-        // One transaction for several partitions of the stream: its progress is theirs.
-        await deps.handle(stream, records, () => touchStream(stream));
-      }, options.maxBatchRecords),
-    ]),
-  );
-  const heldPauses = new Map<NodeJS.Timeout, { stream: Stream; resume: () => void }>();
-
-  /**
-   * Pauses one partition for `ms` and says so: the paused-partition metric, and a log line with the
-   * reason (a failure's own warning is logged where it happens; a retry that is not due yet is routine).
-   */
-  const pauseUntil = (
-    topic: string,
-    partition: number,
-    resume: () => void,
-    ms: number,
-    reason: PauseReason,
-    heldStream?: Stream,
-  ) => {
-    // A deliberate pause is progress: the partition is looked after, not wedged.
-    touch(`${topic}/${partition}`);
-    const resumeAndReport = () => {
-      deps.metrics.setPaused(topic, partition, undefined);
-      if (!stopping) resume();
-    };
-    const timer = setTimeout(() => {
-      timers.delete(timer);
-      heldPauses.delete(timer);
-      resumeAndReport();
-    }, ms);
-    timers.add(timer);
-    if (heldStream) heldPauses.set(timer, { stream: heldStream, resume: resumeAndReport });
-    deps.metrics.setPaused(topic, partition, reason);
-    if (reason === "catch-up-hold")
-      deps.logger.info(
-        { topic, partition, reason, pauseMs: ms, stream: heldStream },
-        "partition paused: an upstream stream is catching up",
-      );
-    else if (reason === "retry-not-due")
-      deps.logger.debug({ topic, partition, reason, pauseMs: ms }, "partition paused until its next retry is due");
-  };
-  const pauseFor = (payload: EachBatchPayload, ms: number, reason: PauseReason, heldStream?: Stream) =>
-    pauseUntil(payload.batch.topic, payload.batch.partition, payload.pause(), ms, reason, heldStream);
+  const positions = createPartitionPositions(deps.clock);
+  const pauses = createPartitionPauses({
+    consumer,
+    metrics: deps.metrics,
+    logger: deps.logger,
+    roleOf: (topic) => roleOfTopic(names, topic),
+    isHeld: (stream) => options.isHeld?.(stream) ?? false,
+    onPaused: positions.touch,
+  });
+  const applier = createBatchApplier(names, options, deps, positions, pauses);
 
   /** Drops the per-partition series of partitions this instance no longer owns. */
   const forgetRevoked = (before: ReadonlyMap<string, number[]>, after: ReadonlyMap<string, number[]>) => {
@@ -197,127 +117,10 @@ export function createProjectorConsumer(
         deps.metrics.setConsecutiveFailures(topic, partition, 0);
         deps.metrics.setOldestDeferred(topic, partition, undefined);
         deps.metrics.setLastCommit(topic, partition, undefined);
-        failures.delete(`${topic}/${partition}`);
+        applier.forgetFailures(`${topic}/${partition}`);
       }
     }
   };
-
-  /** Pauses, before the first fetch after a join, the partitions of streams the catch-up holds back. */
-  const holdOnJoin = (assignment: Record<string, number[]>) => {
-    if (stopping) return;
-    for (const { topic, partitions, stream } of heldOnJoin(assignment, (topic) => roleOfTopic(names, topic), isHeld)) {
-      consumer.pause([{ topic, partitions: [...partitions] }]);
-      for (const partition of partitions) {
-        pauseUntil(
-          topic,
-          partition,
-          () => consumer.resume([{ topic, partitions: [partition] }]),
-          HOLD_PAUSE_MS,
-          "catch-up-hold",
-          stream,
-        );
-      }
-    }
-  };
-
-  async function eachBatch(payload: EachBatchPayload): Promise<void> {
-    const { batch } = payload;
-    const role = roleOfTopic(names, batch.topic);
-    const partitionKey = `${batch.topic}/${batch.partition}`;
-    const admission = admitBatch(role, batch.messages.length, isHeld);
-    if (!role || admission === "ignore") return;
-    if (admission === "hold") {
-      pauseFor(payload, HOLD_PAUSE_MS, "catch-up-hold", role.stream);
-      return;
-    }
-    deps.metrics.recordConsumed(batch.topic, batch.partition, batch.messages.length);
-    if (role.role === "source") {
-      const known = positions.get(partitionKey);
-      positions.set(partitionKey, {
-        stream: role.stream,
-        highWatermark: Number(batch.highWatermark),
-        // Before this instance's first commit, the batch's first record is a lower bound's safe start.
-        next: known?.next ?? Number(batch.messages[0]?.offset),
-        progressAt: known?.progressAt ?? deps.clock.now(),
-      });
-    }
-
-    for (const { start, end } of subBatches(batch.messages.length, options.maxBatchRecords)) {
-      if (!payload.isRunning() || payload.isStale()) return;
-      let chunk: readonly SourceRecord[] = batch.messages
-        .slice(start, end)
-        .map((m) => toSourceRecord(batch.topic, batch.partition, m));
-      let waitUntil: number | undefined;
-      if (role.role === "retry") {
-        const split = splitDue(chunk, deps.clock.now());
-        chunk = split.due;
-        waitUntil = split.waitUntil;
-        deps.metrics.setOldestDeferred(batch.topic, batch.partition, split.oldestFirstSeen);
-      }
-      if (chunk.length > 0) {
-        // A batch may take longer than the session timeout (a queue behind the serial stream, a batch
-        // narrowed down around poison): keep the membership alive meanwhile, or the group rebalances
-        // and the batch is fetched and applied a second time.
-        const heartbeat = setInterval(() => void payload.heartbeat().catch(() => {}), HEARTBEAT_WHILE_APPLYING_MS);
-        try {
-          const coalesced = serialApply.get(role.stream);
-          await (coalesced
-            ? coalesced(batch.topic, chunk)
-            : deps.handle(role.stream, chunk, () => touch(partitionKey)));
-        } catch (error) {
-          const attempt = (failures.get(partitionKey) ?? 0) + 1;
-          failures.set(partitionKey, attempt);
-          deps.metrics.setConsecutiveFailures(batch.topic, batch.partition, attempt);
-          const decision = onFailure(error, attempt, options.pauseOnFailureMs);
-          if (decision.kind === "stop") {
-            deps.logger.error(
-              { topic: batch.topic, partition: batch.partition, offset: chunk[0]?.offset, error: errorMessage(error) },
-              "fatal error; stopping",
-            );
-            deps.onFatal(error);
-            return;
-          }
-          const pauseMs = decision.ms;
-          deps.logger.warn(
-            {
-              topic: batch.topic,
-              partition: batch.partition,
-              offset: chunk[0]?.offset,
-              attempt,
-              pauseMs,
-              reason: "failure",
-              error: errorMessage(error),
-            },
-            "infrastructure failure; partition paused, will retry from the same record",
-          );
-          pauseFor(payload, pauseMs, "failure");
-          return;
-        } finally {
-          clearInterval(heartbeat);
-        }
-        failures.delete(partitionKey);
-        deps.metrics.setConsecutiveFailures(batch.topic, batch.partition, 0);
-        const lastOffset = (chunk.at(-1) as SourceRecord).offset;
-        // Resolving the batch's last record resolves past the transaction markers and aborted records
-        // that follow it too (kafkajs does, see positionAfter): the group's offset reaches the end.
-        payload.resolveOffset(lastOffset);
-        await payload.commitOffsetsIfNecessary();
-        const committedAt = deps.clock.now();
-        deps.metrics.setLastCommit(batch.topic, batch.partition, committedAt);
-        const position = positions.get(partitionKey);
-        if (position) {
-          position.next = positionAfter(batch, lastOffset);
-          position.progressAt = committedAt;
-        }
-        await payload.heartbeat();
-        if (role.role === "source") options.onCommitted?.(role.stream);
-      }
-      if (waitUntil !== undefined) {
-        pauseFor(payload, notDuePauseMs(waitUntil, deps.clock.now()), "retry-not-due");
-        return;
-      }
-    }
-  }
 
   consumer.on(consumer.events.GROUP_JOIN, (event) => {
     joined = true;
@@ -333,7 +136,7 @@ export function createProjectorConsumer(
     }
     // Another instance may have moved a partition we owned before; start its view afresh.
     positions.clear();
-    holdOnJoin(event.payload.memberAssignment);
+    pauses.holdOnJoin(event.payload.memberAssignment);
     deps.logger.info(
       { assignment: event.payload.memberAssignment, generation: event.payload.groupId },
       "joined consumer group",
@@ -355,15 +158,9 @@ export function createProjectorConsumer(
     ({ payload: { topic, partition, batchSize, lastOffset, highWatermark } }) => {
       const role = roleOfTopic(names, topic);
       if (batchSize > 0 || role?.role !== "source") return;
-      const key = `${topic}/${partition}`;
       const committedAt = deps.clock.now();
       deps.metrics.setLastCommit(topic, partition, committedAt);
-      positions.set(key, {
-        stream: role.stream,
-        highWatermark: Number(highWatermark),
-        next: Math.max(positions.get(key)?.next ?? 0, Number(lastOffset) + 1),
-        progressAt: committedAt,
-      });
+      positions.skipped(`${topic}/${partition}`, role.stream, Number(highWatermark), Number(lastOffset), committedAt);
     },
   );
   consumer.on(consumer.events.CRASH, (event) => {
@@ -393,7 +190,7 @@ export function createProjectorConsumer(
           autoCommitThreshold: 1,
           eachBatchAutoResolve: false,
           partitionsConsumedConcurrently: options.partitionsConsumedConcurrently,
-          eachBatch,
+          eachBatch: applier.eachBatch,
         });
       } finally {
         stopListening();
@@ -408,32 +205,14 @@ export function createProjectorConsumer(
       throw refused;
     },
     async stop() {
-      stopping = true;
-      for (const timer of timers) clearTimeout(timer);
-      timers.clear();
-      heldPauses.clear();
+      pauses.stop();
       await consumer.disconnect();
       joined = false;
     },
     isJoined: () => joined,
-    lastProgressAt: () => progressSince(fetchedAt, positions.values()),
+    lastProgressAt: () => positions.lastProgressAt(fetchedAt),
     assignment: () => currentAssignment,
-    lagSeen() {
-      const lag: Record<Stream, number> = { "registry-mutation": 0, "outcome-created": 0, "escalation-edge": 0 };
-      for (const { stream, highWatermark, next } of positions.values())
-        lag[stream] += Math.max(0, highWatermark - next);
-      return lag;
-    },
-    releaseHeld(streams) {
-      if (stopping) return;
-      const lifted = new Set(streams);
-      for (const [timer, { stream, resume }] of heldPauses) {
-        if (!lifted.has(stream)) continue;
-        clearTimeout(timer);
-        timers.delete(timer);
-        heldPauses.delete(timer);
-        resume();
-      }
-    },
+    lagSeen: () => positions.lagSeen(),
+    releaseHeld: (streams) => pauses.releaseHeld(streams),
   };
 }

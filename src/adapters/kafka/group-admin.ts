@@ -88,7 +88,7 @@ export async function fetchLag(
  * kafkajs's admin lists offsets with isolation READ_COMMITTED, so `high` is the last stable offset:
  * the high watermark, or the first offset of the oldest transaction still open, which the group
  * cannot read past yet either. The projector's group commits past a partition's trailing transaction
- * markers (consumer.ts), so a caught-up group lags 0 on a transactional topic too.
+ * markers (each-batch.ts), so a caught-up group lags 0 on a transactional topic too.
  */
 export async function fetchPositions(
   admin: Admin,
