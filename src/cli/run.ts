@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { errorMessage } from "../errors.js";
 import { systemClock } from "../ports.js";
 import { type RunningService, startService } from "../service.js";
-import { StartupStopped } from "../startup.js";
+import { StartupStopped } from "../startup/deadline.js";
 import { action, cliContext } from "./context.js";
 
 /**
@@ -48,7 +48,7 @@ export function registerRun(program: Command): void {
         };
         process.once("SIGTERM", onSignal);
         process.once("SIGINT", onSignal);
-        // Start-up is bounded step by step (startup.ts); this is the last resort that no step can outlast.
+        // Start-up is bounded step by step (startup/deadline.ts); this is the last resort that no step can outlast.
         const watchdog = setTimeout(() => {
           exitWith(`start-up did not finish within ${Math.round(config.startupTimeoutMs / 1000) + 30} s`);
         }, config.startupTimeoutMs + 30_000);

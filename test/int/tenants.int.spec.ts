@@ -5,7 +5,7 @@ import type { ProjectorEvent } from "../../src/model/events.js";
 import { canonicalize, diffGraphs } from "../../src/model/graph.js";
 import { registryKey } from "../../src/model/registry-key.js";
 import { governanceReport } from "../../src/report.js";
-import { StartupError } from "../../src/startup.js";
+import { StartupError } from "../../src/startup/deadline.js";
 import { HEADER } from "../../src/topics.js";
 import { type EventLog, generateEventLog, SMALL_WORKLOAD } from "../../workload/generate.js";
 import { snapshot } from "../support/builders.js";

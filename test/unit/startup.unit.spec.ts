@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Clock, Sleep } from "../../src/ports.js";
-import { StartupError, StartupStopped, untilDeadline } from "../../src/startup.js";
+import { StartupError, StartupStopped, untilDeadline } from "../../src/startup/deadline.js";
 
 /** Time that passes only when start-up waits. */
 function fakeTime(): { clock: Clock; sleep: Sleep; slept: number[] } {

@@ -18,7 +18,7 @@ export interface ConsumerOptions {
   /** Streams whose source topics wait while an upstream stream catches up (see pipeline/catch-up.ts). */
   readonly isHeld?: (stream: Stream) => boolean;
   /**
-   * Streams applied one transaction at a time in this instance (see service.ts); sub-batches of its
+   * Streams applied one transaction at a time in this instance (see startup/consumer.ts); sub-batches of its
    * partitions that wait meanwhile go together into the next one (pipeline/coalesce.ts).
    */
   readonly serialStreams?: ReadonlySet<Stream>;

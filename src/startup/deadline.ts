@@ -1,5 +1,5 @@
-import { classify, errorMessage } from "./errors.js";
-import { type Clock, type Sleep, systemSleep, withTimeout } from "./ports.js";
+import { classify, errorMessage } from "../errors.js";
+import { type Clock, type Sleep, systemSleep, withTimeout } from "../ports.js";
 
 /** Start-up could not finish; its message is the one line the process exits with. */
 export class StartupError extends Error {

@@ -1,0 +1,57 @@
+import type { Driver } from "neo4j-driver";
+import type { PrometheusMetrics } from "../adapters/metrics/prometheus.js";
+import { createDriver, createGraphWriter } from "../adapters/neo4j/graph-writer.js";
+import { migrate, verifyMigrated } from "../adapters/neo4j/migrate.js";
+import { sharedDatabases } from "../config.js";
+import type { GraphWriter } from "../ports.js";
+import type { StartupContext } from "./context.js";
+
+/** The two ways start-up can make sure of the §6 constraints on the served databases. */
+export interface GraphSchema {
+  migrate(): Promise<void>;
+  verify(): Promise<void>;
+}
+
+export interface OpenGraph {
+  readonly driver: Driver;
+  readonly graph: GraphWriter;
+  readonly schema: GraphSchema;
+}
+
+/** The connect phase for Neo4j: the driver (it connects lazily) and the writer over it. */
+export function openGraph(
+  ctx: StartupContext,
+  metrics: PrometheusMetrics,
+  databases: ReadonlyMap<string, string>,
+): OpenGraph {
+  const { config, clock } = ctx;
+  const driver = createDriver(config.neo4j);
+  ctx.opened(() => driver.close());
+  const graph = createGraphWriter(driver, metrics, config.neo4j.txTimeoutMs, config.neo4j.maxConcurrentWrites, {
+    clock,
+  });
+  const shared = sharedDatabases(config.tenants);
+  return {
+    driver,
+    graph,
+    schema: {
+      migrate: () => migrate(driver, databases.values(), shared),
+      verify: () => verifyMigrated(driver, databases.values(), shared),
+    },
+  };
+}
+
+/**
+ * The verify-or-migrate phase: creates the constraints (MIGRATE_ON_START) or, for a principal that
+ * may not, checks that they exist. Nothing is consumed before this has succeeded.
+ */
+export async function prepareGraph(
+  ctx: StartupContext,
+  schema: GraphSchema,
+  databases: ReadonlyMap<string, string>,
+): Promise<void> {
+  await ctx.step(`Neo4j at ${ctx.config.neo4j.uri}`, () =>
+    ctx.config.migrateOnStart ? schema.migrate() : schema.verify(),
+  );
+  ctx.logger.info({ databases: [...new Set(databases.values())] }, "constraints in place");
+}
