@@ -45,10 +45,12 @@ export const TENANT_CONSTRAINT_NAMES: readonly string[] = [
  * A projected node whose scope does not fit the database: with `$shared`, one without a tenant (written
  * while one tenant was served); without, one with a tenant (written while several shared it, and the
  * single-property constraints and the spec's unscoped statements would merge it with another
- * tenant's).
+ * tenant's). Agents first, then the lowest tenant: the refusal names the same thing on every start.
  */
 export const MISSCOPED_NODE = `
 MATCH (n)
 WHERE (n:Agent OR n:Tool OR n:Workflow OR n:Outcome OR n:RegistryFence) AND (n.tenant_id IS NULL) = $shared
-RETURN labels(n) AS labels, n.tenant_id AS tenant LIMIT 1
+RETURN labels(n) AS labels, n.tenant_id AS tenant
+ORDER BY CASE WHEN n:Agent THEN 0 WHEN n:Outcome THEN 1 ELSE 2 END, tenant
+LIMIT 1
 `;

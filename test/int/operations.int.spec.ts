@@ -86,7 +86,15 @@ describe("operating the service", () => {
       (s) => /topic="([^"]+)"/.exec(s.labels)?.[1],
     );
     expect(appliedTopics).toEqual(expect.arrayContaining(Object.values(harness.names.source)));
-    expect(samples(text, "agp_dead_letter_published_total")[0]?.value).toBe(1);
+    // Every dead-letter topic's series exists from the start (at 0); the bad outcome is on its own.
+    const deadLettered = Object.fromEntries(
+      samples(text, "agp_dead_letter_published_total").map((s) => [/topic="([^"]+)"/.exec(s.labels)?.[1], s.value]),
+    );
+    expect(deadLettered).toEqual({
+      [harness.names.deadLetter["registry-mutation"]]: 0,
+      [harness.names.deadLetter["outcome-created"]]: 1,
+      [harness.names.deadLetter["escalation-edge"]]: 0,
+    });
     expect(samples(text, "process_resident_memory_bytes")[0]?.value).toBeGreaterThan(0);
 
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
