@@ -16,11 +16,16 @@ interface RunProcess {
   readonly exit: Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>;
 }
 
+/** Every `run` this file started: one a failed assertion left running is killed after the file. */
+const started = new Set<ChildProcess>();
+
 function startRun(env: Record<string, string>): RunProcess {
   const child = spawn(process.execPath, ["bin/agent-graph-projector.js", "run"], {
     env: { ...process.env, ...env, LOG_LEVEL: "info" },
     stdio: ["ignore", "pipe", "pipe"],
   });
+  started.add(child);
+  child.on("close", () => started.delete(child));
   const lines: RunProcess["lines"] = [];
   const waiters: { message: string; resolve: () => void }[] = [];
   createInterface({ input: child.stdout as NodeJS.ReadableStream }).on("line", (line) => {
@@ -113,6 +118,7 @@ describe("SIGTERM at any moment ends `run` cleanly", () => {
     expect(log.registry.length).toBeGreaterThan(100);
   });
   afterAll(async () => {
+    for (const child of started) child.kill("SIGKILL");
     for (const harness of harnesses) await harness.close();
   });
 
