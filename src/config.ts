@@ -49,7 +49,10 @@ const optionalFile = z
   .optional()
   .transform((value) => (value === "" ? undefined : value));
 
-/** Secrets that may also come from a file (`<KEY>_FILE`, as Kubernetes and Docker secrets mount them). */
+/**
+ * Secrets that may also come from a file (`<KEY>_FILE`, as Kubernetes and Docker secrets mount them):
+ * read here once to check them, and again on every authentication (adapters/credentials.ts).
+ */
 export const FILE_SECRETS = ["KAFKA_SASL_PASSWORD", "NEO4J_PASSWORD", "SCHEMA_REGISTRY_PASSWORD"] as const;
 
 const envSchema = z.object({
@@ -141,6 +144,7 @@ const configSchema = envSchema.transform((env) => ({
             mechanism: env.KAFKA_SASL_MECHANISM,
             username: env.KAFKA_SASL_USERNAME ?? "",
             password: env.KAFKA_SASL_PASSWORD ?? "",
+            passwordFile: env.KAFKA_SASL_PASSWORD_FILE,
           },
     group: env.CONSUMER_GROUP,
     partitionsConsumedConcurrently: env.PARTITIONS_CONSUMED_CONCURRENTLY,
@@ -153,7 +157,11 @@ const configSchema = envSchema.transform((env) => ({
     auth:
       env.SCHEMA_REGISTRY_USERNAME === undefined
         ? undefined
-        : { username: env.SCHEMA_REGISTRY_USERNAME, password: env.SCHEMA_REGISTRY_PASSWORD ?? "" },
+        : {
+            username: env.SCHEMA_REGISTRY_USERNAME,
+            password: env.SCHEMA_REGISTRY_PASSWORD ?? "",
+            passwordFile: env.SCHEMA_REGISTRY_PASSWORD_FILE,
+          },
     tls: {
       caFile: env.SCHEMA_REGISTRY_CA_FILE,
       certFile: env.SCHEMA_REGISTRY_CERT_FILE,
@@ -164,6 +172,7 @@ const configSchema = envSchema.transform((env) => ({
     uri: env.NEO4J_URI,
     user: env.NEO4J_USER,
     password: env.NEO4J_PASSWORD,
+    passwordFile: env.NEO4J_PASSWORD_FILE,
     database: databaseName(env.NEO4J_DATABASE),
     maxPoolSize: env.NEO4J_MAX_POOL_SIZE,
     maxConcurrentWrites: env.NEO4J_MAX_CONCURRENT_WRITES,

@@ -111,6 +111,10 @@ export function classify(error: unknown): RetryClass {
   };
   if (typeof code === "string") {
     if (code.startsWith("Neo.TransientError.") || TRANSIENT_NEO4J_CODES.has(code)) return "transient";
+    // A refused password the driver's token manager takes as a rotation in progress (see
+    // adapters/credentials.ts): it reads the password file again for the next attempt.
+    if (code.startsWith("Neo.ClientError.Security.") && (error as { retryable?: unknown }).retryable === true)
+      return "transient";
     if (FATAL_NEO4J_CODES.has(code)) return "fatal";
     if (REJECTED_NEO4J_CODE.test(code)) return "rejected";
     if (FATAL_SCHEMA_CODE.test(code)) return "fatal";

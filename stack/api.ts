@@ -5,7 +5,7 @@ import { asLaunched, fingerprint, ownedPid, recordLaunch, StackError, waitReady,
 import { CommandError } from "./lib/build.js";
 import { portIsFree } from "./lib/ports.js";
 import { rssKiB, spawnDetached, terminate } from "./lib/process.js";
-import { type KafkaQuorum, kafkaDefs, kafkaQuorum } from "./servers/kafka.js";
+import { type KafkaQuorum, kafkaDefs, kafkaQuorum, setScramPassword } from "./servers/kafka.js";
 import { type ServerContext, type ServerDef, serverPaths, unitOf } from "./servers/types.js";
 import { defsOf, knownDefsOf, knownKafkaDefs } from "./units.js";
 
@@ -247,6 +247,11 @@ export async function stackStatus(opts: StackOptions = {}): Promise<StackStatus>
 /** The Kafka quorum of this stack (which node is the active controller); see kafkaQuorum. */
 export async function stackKafkaQuorum(opts: StackOptions = {}): Promise<KafkaQuorum> {
   return kafkaQuorum(loadConfig(opts.env));
+}
+
+/** Creates a SCRAM-SHA-512 user of the secured listener or changes its password (secured mode only). */
+export async function stackSetScramPassword(user: string, password: string, opts: StackOptions = {}): Promise<void> {
+  await setScramPassword(loadConfig(opts.env), user, password);
 }
 
 /** Stops everything and deletes server data and logs; fetched artifacts are kept. */

@@ -1,6 +1,6 @@
 import type { Driver } from "neo4j-driver";
 import type { PrometheusMetrics } from "../adapters/metrics/prometheus.js";
-import { createDriver, createGraphWriter } from "../adapters/neo4j/graph-writer.js";
+import { createDriver, createGraphWriter, credentialsAccepted } from "../adapters/neo4j/graph-writer.js";
 import { migrate, verifyMigrated } from "../adapters/neo4j/migrate.js";
 import { sharedDatabases } from "../config.js";
 import type { GraphWriter } from "../ports.js";
@@ -35,8 +35,9 @@ export function openGraph(
     driver,
     graph,
     schema: {
-      migrate: () => migrate(driver, databases.values(), shared),
-      verify: () => verifyMigrated(driver, databases.values(), shared),
+      // Past this phase the password has worked once: a refusal later may be a rotation (credentials.ts).
+      migrate: () => migrate(driver, databases.values(), shared).then(() => credentialsAccepted(driver)),
+      verify: () => verifyMigrated(driver, databases.values(), shared).then(() => credentialsAccepted(driver)),
     },
   };
 }

@@ -124,6 +124,9 @@ super.users=User:ANONYMOUS
 allow.everyone.if.no.acl.found=false
 sasl.enabled.mechanisms=SCRAM-SHA-512
 listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+# Clients re-authenticate every ${SECURE_REAUTH_MS / 1000} s (KIP-368), as clusters that rotate SCRAM passwords
+# configure it: a password changed on the broker reaches live connections, and clients must follow.
+connections.max.reauth.ms=${SECURE_REAUTH_MS}
 listener.name.sasl_ssl.ssl.keystore.type=PKCS12
 listener.name.sasl_ssl.ssl.keystore.location=${tls.serverP12}
 listener.name.sasl_ssl.ssl.keystore.password=${tls.p12Password}
@@ -131,12 +134,20 @@ listener.name.sasl_ssl.ssl.key.password=${tls.p12Password}
 `;
 }
 
+/** How often the secured listener makes clients re-authenticate. */
+export const SECURE_REAUTH_MS = 20_000;
+
 /** Creates (or resets) the SCRAM-SHA-512 credentials of the stack's client user, over the plain listener. */
 async function ensureScramUser(cfg: StackConfig): Promise<void> {
+  await setScramPassword(cfg, cfg.kafkaScram.user, cfg.kafkaScram.password);
+}
+
+/** Creates a SCRAM-SHA-512 user or changes its password, as an operator (or Strimzi) would. */
+export async function setScramPassword(cfg: StackConfig, user: string, password: string): Promise<void> {
   const p = serverPaths(cfg, "kafka");
   // From a file, so the password does not show in the process list.
-  const file = path.join(stackTlsPaths(cfg).dir, "scram.properties");
-  fs.writeFileSync(file, `SCRAM-SHA-512=iterations=8192,password=${cfg.kafkaScram.password}\n`, { mode: 0o600 });
+  const file = path.join(stackTlsPaths(cfg).dir, `scram-${user}.properties`);
+  fs.writeFileSync(file, `SCRAM-SHA-512=iterations=8192,password=${password}\n`, { mode: 0o600 });
   await run(
     cfg.java,
     [
@@ -151,7 +162,7 @@ async function ensureScramUser(cfg: StackConfig): Promise<void> {
       "--entity-type",
       "users",
       "--entity-name",
-      cfg.kafkaScram.user,
+      user,
       "--add-config-file",
       file,
     ],

@@ -9,6 +9,10 @@ describe("classify", () => {
     [{ code: "SessionExpired" }, "transient"],
     [{ code: "Neo.ClientError.Cluster.NotALeader" }, "transient"],
     [{ code: "Neo.ClientError.Security.AuthorizationExpired" }, "transient"],
+    // A refused password the token manager takes as a rotation in progress, and one it does not.
+    [{ code: "Neo.ClientError.Security.Unauthorized", retryable: true }, "transient"],
+    [{ code: "Neo.ClientError.Security.Unauthorized", retryable: false }, "fatal"],
+    [{ code: "Neo.ClientError.Security.AuthenticationRateLimit", retryable: true }, "transient"],
     [{ code: "ECONNREFUSED" }, "transient"],
     [{ name: "KafkaJSConnectionError", retriable: true }, "transient"],
     [{ name: "KafkaJSNumberOfRetriesExceeded", retriable: false }, "transient"],

@@ -1,7 +1,9 @@
-import { readFileSync } from "node:fs";
 import {
+  type AuthenticationProviderArgs,
+  type Authenticator,
   Kafka,
   type KafkaConfig,
+  KafkaJSConnectionError,
   logLevel,
   Partitioners,
   type Producer,
@@ -12,6 +14,7 @@ import {
 import type { Config } from "../../config.js";
 import { classify } from "../../errors.js";
 import { type Logger, type RecordPublisher, systemSleep } from "../../ports.js";
+import { currentPem, currentSecret, RotationGrace } from "../credentials.js";
 import { kafkaLogLevel } from "./log-level.js";
 
 /** One kafkajs client for the whole process, with its logs routed into ours. */
@@ -31,23 +34,73 @@ export function createKafka(config: Config["kafka"], logger: Logger): Kafka {
         logger[kafkaLogLevel(level, String(message), fields)]({ component: "kafkajs", ...fields }, String(message));
       },
   };
-  // A copy: kafkajs writes into its SASL options, and the configuration is frozen.
-  if (config.sasl) options.sasl = { ...config.sasl } as SASLOptions;
+  if (config.sasl) options.sasl = rotatingSasl(config.sasl, new RotationGrace());
   return new Kafka(options);
 }
 
 /**
+ * SASL options whose password is read again at each authentication — a new connection, or the
+ * re-authentication a broker with `connections.max.reauth.ms` asks for — so a rotated password file
+ * is used without a restart. kafkajs installs its built-in authenticator into these options on first
+ * use; the accessor wraps it so that, once a connection has authenticated, a refused credential is
+ * retried as a connection error while `grace` allows (the broker and the file may change a little
+ * apart), and is final after that.
+ */
+export function rotatingSasl(sasl: NonNullable<Config["kafka"]["sasl"]>, grace: RotationGrace): SASLOptions {
+  const password = currentSecret(sasl.password, sasl.passwordFile);
+  type Provider = (args: AuthenticationProviderArgs) => Authenticator;
+  let builtIn: Provider | undefined;
+  const wrapped: Provider = (args) => {
+    const inner = (builtIn as Provider)(args);
+    return {
+      async authenticate() {
+        const credential = password();
+        try {
+          await inner.authenticate();
+          grace.succeeded();
+        } catch (error) {
+          if (!grace.failed(credential)) throw error;
+          throw new KafkaJSConnectionError(
+            `${(error as Error).message} (retried: the credential may be rotating; its file is read again)`,
+            { broker: `${args.host}:${args.port}` },
+          );
+        }
+      },
+    };
+  };
+  const options = { mechanism: sasl.mechanism, username: sasl.username } as Record<string, unknown>;
+  Object.defineProperty(options, "password", { enumerable: true, get: password });
+  Object.defineProperty(options, "authenticationProvider", {
+    enumerable: false,
+    get: () => (builtIn ? wrapped : undefined),
+    set: (provider: Provider) => {
+      builtIn = provider;
+    },
+  });
+  return options as unknown as SASLOptions;
+}
+
+/**
  * TLS towards the brokers: the system's CAs (`true`), or the CA file alone and, for mutual TLS, the
- * client certificate and key, read once at start.
+ * client certificate and key. kafkajs copies these options into each new socket's, so the getters
+ * read the files again at every connection: a renewed certificate is presented without a restart.
  */
 function kafkaTls(config: Config["kafka"]): KafkaConfig["ssl"] {
   if (!config.ssl) return false;
   const { caFile, certFile, keyFile } = config.tls;
   if (!caFile && !certFile) return true;
-  return {
-    ...(caFile ? { ca: [readFileSync(caFile, "utf8")] } : {}),
-    ...(certFile && keyFile ? { cert: readFileSync(certFile, "utf8"), key: readFileSync(keyFile, "utf8") } : {}),
-  };
+  const tls = {};
+  if (caFile) {
+    const ca = currentPem(caFile);
+    Object.defineProperty(tls, "ca", { enumerable: true, get: () => [ca()] });
+  }
+  if (certFile && keyFile) {
+    const cert = currentPem(certFile);
+    const key = currentPem(keyFile);
+    Object.defineProperty(tls, "cert", { enumerable: true, get: cert });
+    Object.defineProperty(tls, "key", { enumerable: true, get: key });
+  }
+  return tls;
 }
 
 /**

@@ -1,14 +1,28 @@
-import neo4j, { type Driver, type Session } from "neo4j-driver";
+import neo4j, {
+  type AuthToken,
+  type AuthTokenManager,
+  type ClientCertificateProvider,
+  type Driver,
+  type Session,
+} from "neo4j-driver";
 import pLimit from "p-limit";
 import type { Config } from "../../config.js";
 import type { Statement, StatementResult } from "../../cypher/statement.js";
 import { classify, TransientError } from "../../errors.js";
 import { backoffMs } from "../../pipeline/retry.js";
 import { type Clock, type GraphWriter, type Metrics, type Sleep, systemClock, systemSleep } from "../../ports.js";
+import { currentPem, currentSecret, RotationGrace } from "../credentials.js";
 import { toPlain } from "./values.js";
 
-export function createDriver(config: Config["neo4j"]): Driver {
-  return neo4j.driver(config.uri, neo4j.auth.basic(config.user, config.password ?? ""), {
+const rotationGraces = new WeakMap<Driver, RotationGrace>();
+
+/**
+ * The driver, with its password and client certificate read again as connections are made (see
+ * adapters/credentials.ts). Call `credentialsAccepted` once the first query has succeeded: from then
+ * on, a refused password is retried for a while as a rotation in progress (start-up fails at once).
+ */
+export function createDriver(config: Config["neo4j"], grace = new RotationGrace()): Driver {
+  const driver = neo4j.driver(config.uri, rotatingAuth(config, grace), {
     maxConnectionPoolSize: config.maxPoolSize,
     connectionAcquisitionTimeout: 30_000,
     // Managed transactions (pings) only; reads and writes retry in the graph writer below.
@@ -17,6 +31,37 @@ export function createDriver(config: Config["neo4j"]): Driver {
     disableLosslessIntegers: false,
     ...neo4jTls(config.tls),
   });
+  rotationGraces.set(driver, grace);
+  return driver;
+}
+
+export function credentialsAccepted(driver: Driver): void {
+  rotationGraces.get(driver)?.succeeded();
+}
+
+const ROTATION_CODES = new Set([
+  "Neo.ClientError.Security.Unauthorized",
+  "Neo.ClientError.Security.AuthenticationRateLimit",
+]);
+
+/**
+ * Basic auth whose password is read from its file for every connection the pool hands out: when it
+ * changed, the driver re-authenticates pooled connections with it. A refused password marks the error
+ * retryable (errors.ts then calls it transient) while the grace allows.
+ */
+function rotatingAuth(config: Config["neo4j"], grace: RotationGrace): AuthTokenManager {
+  const password = currentSecret(config.password ?? "", config.passwordFile);
+  let token: AuthToken = neo4j.auth.basic(config.user, password());
+  return {
+    getToken() {
+      const current = password();
+      if (current !== token.credentials) token = neo4j.auth.basic(config.user, current);
+      return token;
+    },
+    handleSecurityException(failed, code) {
+      return ROTATION_CODES.has(code) && grace.failed(String(failed.credentials));
+    },
+  };
 }
 
 /**
@@ -30,7 +75,21 @@ function neo4jTls(tls: Config["neo4j"]["tls"]): Partial<Parameters<typeof neo4j.
     ...(tls.caFile
       ? { trust: "TRUST_CUSTOM_CA_SIGNED_CERTIFICATES", trustedCertificates: [tls.caFile] }
       : { trust: "TRUST_SYSTEM_CA_SIGNED_CERTIFICATES" }),
-    ...(tls.certFile && tls.keyFile ? { clientCertificate: { certfile: tls.certFile, keyfile: tls.keyFile } } : {}),
+    ...(tls.certFile && tls.keyFile ? { clientCertificate: rotatingCertificate(tls.certFile, tls.keyFile) } : {}),
+  };
+}
+
+/** The client certificate, loaded again by the driver for new connections whenever its files changed. */
+function rotatingCertificate(certfile: string, keyfile: string): ClientCertificateProvider {
+  const cert = currentPem(certfile);
+  const key = currentPem(keyfile);
+  let loaded = "";
+  return {
+    hasUpdate: () => cert() + key() !== loaded,
+    getClientCertificate() {
+      loaded = cert() + key();
+      return { certfile, keyfile };
+    },
   };
 }
 

@@ -1,4 +1,3 @@
-import { readFileSync } from "node:fs";
 import http from "node:http";
 import https from "node:https";
 import { SchemaRegistry } from "@kafkajs/confluent-schema-registry";
@@ -10,6 +9,7 @@ import { Rejection } from "../../model/fate.js";
 import { readerSchema } from "../../model/schemas.js";
 import type { Decoder } from "../../ports.js";
 import { STREAMS, type Stream } from "../../topics.js";
+import { currentPem, currentSecret } from "../credentials.js";
 
 const MAGIC_BYTE = 0;
 const HEADER_BYTES = 5;
@@ -22,12 +22,32 @@ export function createSchemaRegistry(config: Config["registry"], timeoutMs = 5_0
   const agent = agentFor(config);
   return new SchemaRegistry({
     host: config.url,
-    ...(config.auth ? { auth: config.auth } : {}),
+    ...(config.auth ? { auth: authFor(config.auth) } : {}),
     ...(agent ? { agent } : {}),
     retry: { retries: 2, maxRetryTimeInSecs: 2 },
     // The client and this import see mappersmith through different (CJS/ESM) type declarations.
     middlewares: [TimeoutMiddleware(timeoutMs) as never],
   });
+}
+
+type RegistryAuth = NonNullable<Config["registry"]["auth"]>;
+const auths = new WeakMap<RegistryAuth, { readonly username: string; readonly password: string }>();
+
+/**
+ * Basic-auth credentials whose password is read from its file for every request (the client copies
+ * them into each request), so a rotated password is used without a restart.
+ */
+function authFor(auth: RegistryAuth): { readonly username: string; readonly password: string } {
+  let current = auths.get(auth);
+  if (!current) {
+    const password = currentSecret(auth.password, auth.passwordFile);
+    current = Object.defineProperty({ username: auth.username }, "password", { enumerable: true, get: password }) as {
+      username: string;
+      password: string;
+    };
+    auths.set(auth, current);
+  }
+  return current;
 }
 
 const agents = new WeakMap<Config["registry"], https.Agent | undefined>();
@@ -38,15 +58,26 @@ function agentFor(config: Config["registry"]): https.Agent | undefined {
   return agents.get(config);
 }
 
-/** An HTTPS agent trusting the configured CA file (and presenting the client certificate), if any. */
+/**
+ * An HTTPS agent trusting the configured CA file (and presenting the client certificate), if any. The
+ * files are read again for each new connection, so renewed certificates are used without a restart.
+ */
 function registryAgent(config: Config["registry"]): https.Agent | undefined {
   const { caFile, certFile, keyFile } = config.tls;
   if (!caFile && !certFile) return undefined;
-  return new https.Agent({
-    keepAlive: true,
-    ...(caFile ? { ca: readFileSync(caFile, "utf8") } : {}),
-    ...(certFile && keyFile ? { cert: readFileSync(certFile, "utf8"), key: readFileSync(keyFile, "utf8") } : {}),
-  });
+  const ca = caFile ? currentPem(caFile) : undefined;
+  const pair = certFile && keyFile ? { cert: currentPem(certFile), key: currentPem(keyFile) } : undefined;
+  class RotatingAgent extends https.Agent {
+    override createConnection(...[options, callback]: Parameters<https.Agent["createConnection"]>) {
+      const fresh = {
+        ...options,
+        ...(ca ? { ca: ca() } : {}),
+        ...(pair ? { cert: pair.cert(), key: pair.key() } : {}),
+      };
+      return super.createConnection(fresh, callback);
+    }
+  }
+  return new RotatingAgent({ keepAlive: true });
 }
 
 /** Readiness: the same authenticated `GET /subjects` as start-up, answered 2xx within `timeoutMs`. */
@@ -209,7 +240,8 @@ async function registryRequest(
     headers["content-length"] = String(Buffer.byteLength(payload));
   }
   if (config.auth) {
-    const token = Buffer.from(`${config.auth.username}:${config.auth.password}`).toString("base64");
+    const { username, password } = authFor(config.auth);
+    const token = Buffer.from(`${username}:${password}`).toString("base64");
     headers.authorization = `Basic ${token}`;
   }
   const url = `${config.url.replace(/\/$/, "")}${path}`;
