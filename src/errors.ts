@@ -95,6 +95,21 @@ export function isTlsTrustFailure(error: unknown, depth = 0): boolean {
   return cause !== undefined && cause !== error && isTlsTrustFailure(cause, depth + 1);
 }
 
+/**
+ * Neo4j refused the password: at connection time as `Unauthorized` (or the rate limit that follows
+ * repeated refusals), on a pooled connection re-authenticating as a protocol error with the same text.
+ */
+export function isPasswordRefusal(error: unknown): boolean {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  if (code === "Neo.ClientError.Security.Unauthorized" || code === "Neo.ClientError.Security.AuthenticationRateLimit")
+    return true;
+  return code === "ProtocolError" && /unauthorized due to authentication failure/i.test(String(message));
+}
+
+/** The Neo4j driver's failure to reach the server, reported as a protocol error around a network one. */
+const NEO4J_CONNECT_FAILURE =
+  /Failed to connect to server[\s\S]*Caused by: (write |read |connect )?(EPIPE|ECONNRESET|ECONNREFUSED|ETIMEDOUT)/;
+
 /** Neo4j reports an index key over its size limit as a database error; the value is to blame. */
 const INDEX_KEY_TOO_LARGE = /too large to index/i;
 
@@ -111,11 +126,8 @@ export function classify(error: unknown): RetryClass {
   };
   if (typeof code === "string") {
     if (code.startsWith("Neo.TransientError.") || TRANSIENT_NEO4J_CODES.has(code)) return "transient";
-    // A refused password the driver's token manager takes as a rotation in progress (see
-    // adapters/credentials.ts): it reads the password file again for the next attempt.
-    if (code.startsWith("Neo.ClientError.Security.") && (error as { retryable?: unknown }).retryable === true)
-      return "transient";
-    if (FATAL_NEO4J_CODES.has(code)) return "fatal";
+    if (FATAL_NEO4J_CODES.has(code) || isPasswordRefusal(error)) return "fatal";
+    if (code === "ProtocolError" && NEO4J_CONNECT_FAILURE.test(String(message))) return "transient";
     if (REJECTED_NEO4J_CODE.test(code)) return "rejected";
     if (FATAL_SCHEMA_CODE.test(code)) return "fatal";
     if (code === "Neo.DatabaseError.Statement.ExecutionFailed" && INDEX_KEY_TOO_LARGE.test(String(message)))

@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AclOperationTypes, AclPermissionTypes, AclResourceTypes, ResourcePatternTypes } from "kafkajs";
@@ -10,8 +10,10 @@ import { loadConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import { diffGraphs } from "../../src/model/graph.js";
 import { startService } from "../../src/service.js";
+import { stackSetScramPassword } from "../../stack/api.js";
 import { loadConfig as loadStackConfig } from "../../stack/config.js";
 import { secureProjectorEnv } from "../../stack/secure.js";
+import { SECURE_REAUTH_MS } from "../../stack/servers/kafka.js";
 import { generateEventLog, SMALL_WORKLOAD } from "../../workload/generate.js";
 import { Harness } from "../support/harness.js";
 import { referenceGraph } from "../support/reference-model.js";
@@ -101,6 +103,50 @@ describe.skipIf(!localSecureStack)("the projector against the secured stack", ()
     expect(await ready.json()).toMatchObject({ status: "ok", neo4j: true, registry: true });
     await harness.stopProjectors();
   }, 300_000);
+
+  /**
+   * Strimzi's order: the broker gets the new password first, the mounted file a little later. The
+   * secured listener makes every client re-authenticate within SECURE_REAUTH_MS, so the projector's
+   * connections all meet the change while it runs; none of it may stop the service.
+   */
+  it("a SCRAM password rotated while the projector runs: it re-reads the file and goes on", async () => {
+    const user = "agp-rotating";
+    const own = await Harness.create("secured-rotation");
+    try {
+      await own.clearGraph();
+      await stackSetScramPassword(user, "rotation-first-password");
+      await grant(own, `User:${user}`);
+      const passwordFile = join(dir, "kafka-password");
+      writeFileSync(passwordFile, "rotation-first-password\n");
+      const service = await own.startProjector({
+        ...secure,
+        KAFKA_SASL_USERNAME: user,
+        KAFKA_SASL_PASSWORD: "",
+        KAFKA_SASL_PASSWORD_FILE: passwordFile,
+      });
+      let stopped: unknown;
+      service.done.catch((error: unknown) => {
+        stopped = error;
+      });
+      const log = generateEventLog(22, SMALL_WORKLOAD);
+      const half = Math.floor(log.outcomes.length / 2);
+      await own.publish([...log.registry, ...log.outcomes.slice(0, half)]);
+      await own.waitForCaughtUp(240_000);
+
+      await stackSetScramPassword(user, "rotation-second-password");
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
+      writeFileSync(passwordFile, "rotation-second-password\n");
+      // Past the listener's re-authentication interval, no connection holds the old password any more.
+      await new Promise((resolve) => setTimeout(resolve, SECURE_REAUTH_MS + 5_000));
+      await own.publish([...log.outcomes.slice(half), ...log.escalations]);
+      await own.waitForCaughtUp(240_000);
+      expect(stopped).toBeUndefined();
+      const events = [...log.registry, ...log.outcomes, ...log.escalations];
+      expect(diffGraphs(referenceGraph(events), await own.dump())).toEqual([]);
+    } finally {
+      await own.close();
+    }
+  }, 600_000);
 
   it("without the group's ACL the start-up fails at once, pointing at that ACL", async () => {
     const error = await startupError({ CONSUMER_GROUP: `${harness.config.kafka.group}-not-granted` });

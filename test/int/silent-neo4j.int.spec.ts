@@ -1,74 +1,10 @@
-import net from "node:net";
 import neo4j, { type Driver } from "neo4j-driver";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createGraphWriter, SILENCE_GRACE_MS } from "../../src/adapters/neo4j/graph-writer.js";
 import type { Statement } from "../../src/cypher/statement.js";
 import { classify } from "../../src/errors.js";
 import { noopMetrics } from "../../src/ports.js";
-
-/**
- * A loopback TCP proxy in front of Neo4j whose path can go silent: sockets stay open, bytes in both
- * directions are dropped, nothing is reset — what a dead node or a firewall that forgot the
- * connection looks like from the client.
- */
-class SilentableProxy {
-  private forwarding = true;
-  /** Client connections closed from the client's side. */
-  closedByClient = 0;
-  private marker: string | undefined;
-  private readonly sockets = new Set<net.Socket>();
-  private readonly server: net.Server;
-
-  constructor(
-    private readonly targetHost: string,
-    private readonly targetPort: number,
-  ) {
-    this.server = net.createServer((client) => {
-      const upstream = net.connect(this.targetPort, this.targetHost);
-      client.on("close", () => {
-        if (!upstream.destroyed) this.closedByClient += 1;
-      });
-      for (const socket of [client, upstream]) {
-        this.sockets.add(socket);
-        socket.on("error", () => {});
-        socket.on("close", () => {
-          this.sockets.delete(socket);
-          client.destroy();
-          upstream.destroy();
-        });
-      }
-      client.on("data", (chunk: Buffer) => {
-        if (this.marker !== undefined && chunk.includes(this.marker)) {
-          this.marker = undefined;
-          this.forwarding = false;
-        }
-        if (this.forwarding) upstream.write(chunk);
-      });
-      upstream.on("data", (chunk: Buffer) => {
-        if (this.forwarding) client.write(chunk);
-      });
-    });
-  }
-
-  async listen(): Promise<number> {
-    await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
-    return (this.server.address() as net.AddressInfo).port;
-  }
-
-  /** Goes silent from the first client bytes that contain `marker` (those are dropped too). */
-  silenceAt(marker: string): void {
-    this.marker = marker;
-  }
-
-  resume(): void {
-    this.forwarding = true;
-  }
-
-  async close(): Promise<void> {
-    for (const socket of this.sockets) socket.destroy();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
-  }
-}
+import { LoopbackProxy } from "../support/tcp-proxy.js";
 
 const statement = (name: Statement["name"], comment: string): Statement => ({
   name,
@@ -79,7 +15,7 @@ const statement = (name: Statement["name"], comment: string): Statement => ({
 describe("a Neo4j connection that goes silent mid-transaction", () => {
   const endpoints = inject("endpoints");
   const target = new URL(endpoints.neo4jUri.replace(/^[a-z+]+:/, "http:"));
-  const proxy = new SilentableProxy(target.hostname, Number(target.port));
+  const proxy = new LoopbackProxy(target.hostname, Number(target.port));
   let driver: Driver;
   const txTimeoutMs = 1_000;
 

@@ -9,10 +9,17 @@ describe("classify", () => {
     [{ code: "SessionExpired" }, "transient"],
     [{ code: "Neo.ClientError.Cluster.NotALeader" }, "transient"],
     [{ code: "Neo.ClientError.Security.AuthorizationExpired" }, "transient"],
-    // A refused password the token manager takes as a rotation in progress, and one it does not.
-    [{ code: "Neo.ClientError.Security.Unauthorized", retryable: true }, "transient"],
-    [{ code: "Neo.ClientError.Security.Unauthorized", retryable: false }, "fatal"],
-    [{ code: "Neo.ClientError.Security.AuthenticationRateLimit", retryable: true }, "transient"],
+    // A refused password (the graph writer alone turns one into a retry during a rotation), also as
+    // a pooled connection's failed re-authentication reports it; a connection the network broke.
+    [{ code: "Neo.ClientError.Security.Unauthorized" }, "fatal"],
+    [{ code: "ProtocolError", message: "The client is unauthorized due to authentication failure." }, "fatal"],
+    [
+      {
+        code: "ProtocolError",
+        message: "Failed to connect to server. Please ensure that your database is listening. Caused by: write EPIPE",
+      },
+      "transient",
+    ],
     [{ code: "ECONNREFUSED" }, "transient"],
     [{ name: "KafkaJSConnectionError", retriable: true }, "transient"],
     [{ name: "KafkaJSNumberOfRetriesExceeded", retriable: false }, "transient"],

@@ -8,13 +8,13 @@ import neo4j, {
 import pLimit from "p-limit";
 import type { Config } from "../../config.js";
 import type { Statement, StatementResult } from "../../cypher/statement.js";
-import { classify, TransientError } from "../../errors.js";
+import { classify, isPasswordRefusal, TransientError } from "../../errors.js";
 import { backoffMs } from "../../pipeline/retry.js";
 import { type Clock, type GraphWriter, type Metrics, type Sleep, systemClock, systemSleep } from "../../ports.js";
 import { currentPem, currentSecret, RotationGrace } from "../credentials.js";
 import { toPlain } from "./values.js";
 
-const rotationGraces = new WeakMap<Driver, RotationGrace>();
+const rotations = new WeakMap<Driver, { readonly grace: RotationGrace; readonly password: () => string }>();
 
 /**
  * The driver, with its password and client certificate read again as connections are made (see
@@ -22,7 +22,8 @@ const rotationGraces = new WeakMap<Driver, RotationGrace>();
  * on, a refused password is retried for a while as a rotation in progress (start-up fails at once).
  */
 export function createDriver(config: Config["neo4j"], grace = new RotationGrace()): Driver {
-  const driver = neo4j.driver(config.uri, rotatingAuth(config, grace), {
+  const password = currentSecret(config.password ?? "", config.passwordFile);
+  const driver = neo4j.driver(config.uri, rotatingAuth(config.user, password), {
     maxConnectionPoolSize: config.maxPoolSize,
     connectionAcquisitionTimeout: 30_000,
     // Managed transactions (pings) only; reads and writes retry in the graph writer below.
@@ -31,36 +32,41 @@ export function createDriver(config: Config["neo4j"], grace = new RotationGrace(
     disableLosslessIntegers: false,
     ...neo4jTls(config.tls),
   });
-  rotationGraces.set(driver, grace);
+  rotations.set(driver, { grace, password });
   return driver;
 }
 
 export function credentialsAccepted(driver: Driver): void {
-  rotationGraces.get(driver)?.succeeded();
+  rotations.get(driver)?.grace.succeeded();
 }
 
-const ROTATION_CODES = new Set([
-  "Neo.ClientError.Security.Unauthorized",
-  "Neo.ClientError.Security.AuthenticationRateLimit",
-]);
+/**
+ * A refused password, once the password has worked, is a rotation in progress for a while (the server
+ * and the mounted file change a little apart): transient, so the write is retried with the file read
+ * again; past the grace, or before any success, it stays the final error it is.
+ */
+function duringRotation(driver: Driver, error: unknown): unknown {
+  const rotation = rotations.get(driver);
+  if (!rotation || !isPasswordRefusal(error) || !rotation.grace.failed(rotation.password())) return error;
+  return new TransientError("Neo4j refused the password; retried while it may be rotating (its file is read again)", {
+    cause: error,
+  });
+}
 
 /**
  * Basic auth whose password is read from its file for every connection the pool hands out: when it
- * changed, the driver re-authenticates pooled connections with it. A refused password marks the error
- * retryable (errors.ts then calls it transient) while the grace allows.
+ * changed, the driver re-authenticates pooled connections with it. Refusals are judged by the writer
+ * (duringRotation), not here: the driver does not report those met while opening a connection.
  */
-function rotatingAuth(config: Config["neo4j"], grace: RotationGrace): AuthTokenManager {
-  const password = currentSecret(config.password ?? "", config.passwordFile);
-  let token: AuthToken = neo4j.auth.basic(config.user, password());
+function rotatingAuth(user: string, password: () => string): AuthTokenManager {
+  let token: AuthToken = neo4j.auth.basic(user, password());
   return {
     getToken() {
       const current = password();
-      if (current !== token.credentials) token = neo4j.auth.basic(config.user, current);
+      if (current !== token.credentials) token = neo4j.auth.basic(user, current);
       return token;
     },
-    handleSecurityException(failed, code) {
-      return ROTATION_CODES.has(code) && grace.failed(String(failed.credentials));
-    },
+    handleSecurityException: () => false,
   };
 }
 
@@ -162,7 +168,12 @@ export function createGraphWriter(
       }, silenceBoundMs);
     });
     try {
-      return await Promise.race([work(), timeout]);
+      return await Promise.race([
+        work().catch((error: unknown) => {
+          throw duringRotation(driver, error);
+        }),
+        timeout,
+      ]);
     } finally {
       clearTimeout(timer);
       if (silent) void session.close().catch(() => {});
