@@ -4,6 +4,9 @@
   check_packaging.py split     <manifests.yaml> <out-core.yaml> <out-crds.json>
   check_packaging.py chart-env <repo> <config-keys.json> <manifests.yaml>...
   check_packaging.py dashboard <repo>
+  check_packaging.py credentials <manifests.yaml>...
+  check_packaging.py credential-wiring <manifests.yaml> NAME@secret:key|NAME=value...
+  check_packaging.py secret-checksum <manifests-a.yaml> <manifests-b.yaml>
 
 Each prints one line per check and exits 1 when one fails.
 """
@@ -18,6 +21,9 @@ from pathlib import Path
 
 import yaml
 from jsonschema import Draft201909Validator
+
+sys.dont_write_bytecode = True  # no __pycache__ beside the scripts
+from check_credentials import checksum_problems, rotation_problems, wiring_problems  # noqa: E402
 
 CHART = Path("helm/agent-graph-projector")
 # Set by the chart itself, or from existing Secrets: not accepted under .Values.config.
@@ -271,6 +277,25 @@ def check_pod_selection(manifests: Path) -> None:
         fail(f"startup probe on {container['startupProbe']['httpGet']['path']}, not /startupz")
 
 
+def load(path: Path) -> list[dict]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+def report(problems: list[str], success: str) -> None:
+    for problem in problems:
+        fail(problem)
+    if not problems:
+        ok(success)
+
+
+def check_credentials(manifests: list[Path]) -> None:
+    for path in manifests:
+        report(
+            rotation_problems(load(path)),
+            f"{path.name}: credentials only as files of Secret volumes without subPath (no secretKeyRef but user names)",
+        )
+
+
 def main() -> None:
     command, *args = sys.argv[1:]
     if command == "compose":
@@ -285,6 +310,15 @@ def main() -> None:
         check_rule_overrides(Path(args[0]), args[1])
     elif command == "pod-selection":
         check_pod_selection(Path(args[0]))
+    elif command == "credentials":
+        check_credentials([Path(a) for a in args])
+    elif command == "credential-wiring":
+        report(wiring_problems(load(Path(args[0])), args[1:]), f"{Path(args[0]).name}: {' '.join(args[1:])}")
+    elif command == "secret-checksum":
+        report(
+            checksum_problems(load(Path(args[0])), load(Path(args[1]))),
+            "a changed value of a Secret the chart renders changes the pod template's checksum; the migrate hook has its own",
+        )
     else:
         raise SystemExit(f"unknown command {command}")
     finish()

@@ -99,19 +99,25 @@ npx --no-install tsx "$HERE/config-keys.ts" sample deploy/sample.ndjson || fail 
 run "promtool check config deploy/prometheus.yml" promtool check config deploy/prometheus.yml
 
 step "Helm chart"
+# default, then every ci/<variant>-values.yaml: full (everything switched on), strimzi (SCRAM and the
+# cluster CA as Strimzi's Secrets come), strimzi-mtls (a TLS KafkaUser's certificate).
+VARIANTS=(default full strimzi strimzi-mtls)
 run "helm lint (default values)" "$HELM" lint "$CHART" --strict --kube-version "${K8S_VERSIONS[-1]}"
-run "helm lint (ci/full-values.yaml)" "$HELM" lint "$CHART" --strict --kube-version "${K8S_VERSIONS[-1]}" -f "$CHART/ci/full-values.yaml"
+for variant in "${VARIANTS[@]:1}"; do
+  run "helm lint (ci/$variant-values.yaml)" "$HELM" lint "$CHART" --strict --kube-version "${K8S_VERSIONS[-1]}" -f "$CHART/ci/$variant-values.yaml"
+done
 RENDERED=()
 for k8s in "${K8S_VERSIONS[@]}"; do
-  for variant in default full; do
+  for variant in "${VARIANTS[@]}"; do
     out="$WORK/$variant-$k8s.yaml"
     args=(template agp "$CHART" --namespace projector --kube-version "$k8s")
-    [[ $variant == full ]] && args+=(-f "$CHART/ci/full-values.yaml")
+    [[ $variant != default ]] && args+=(-f "$CHART/ci/$variant-values.yaml")
     if "$HELM" "${args[@]}" >"$out" 2>"$WORK/err"; then
       pass "helm template ($variant values, Kubernetes $k8s): $(grep -c '^kind:' "$out") objects"
     else
       fail "helm template ($variant values, Kubernetes $k8s)"
       sed 's/^/       /' "$WORK/err"
+      rm -f "$out"
       continue
     fi
     "$PY" "$HERE/check_packaging.py" split "$out" "$WORK/$variant-$k8s.core.yaml" "$WORK/$variant-$k8s.crds.json"
@@ -153,6 +159,48 @@ grep -q 'topic!~' "$WORK/full-${K8S_VERSIONS[-1]}.yaml" && grep -c 'topic: ' "$W
 grep -q 'grafana_dashboard: "1"' "$WORK/default-${K8S_VERSIONS[-1]}.yaml" &&
   pass "dashboard ConfigMap labelled grafana_dashboard: \"1\"" || fail "dashboard ConfigMap label missing"
 
+step "credentials: files of Secret volumes (updated in place), pods rolled when the chart's own Secrets change"
+K8S=${K8S_VERSIONS[-1]}
+render() { # render <name> <helm template args...>: $WORK/<name>.yaml, or a failure
+  if "$HELM" template agp "$CHART" --namespace projector --kube-version "$K8S" "${@:2}" >"$WORK/$1.yaml" 2>"$WORK/err"; then
+    return 0
+  fi
+  fail "helm template ($1): $(grep -v '^ *$' "$WORK/err" | tail -n1 | cut -c1-160)"
+  rm -f "$WORK/$1.yaml"
+  return 1
+}
+# The README's quick start, and the values of earlier chart versions (secrets.asFiles, user names from
+# Secret keys, one TLS Secret with config.*_FILE paths), which keep working.
+render quick-start --set secrets.neo4j.existingSecret=projector-neo4j || true
+render legacy --set secrets.asFiles=false --set secrets.neo4j.existingSecret=projector-neo4j \
+  --set secrets.kafkaSasl.existingSecret=projector-kafka --set config.KAFKA_SASL_MECHANISM=scram-sha-512 \
+  --set secrets.schemaRegistry.existingSecret=projector-registry --set tlsFiles.existingSecret=projector-tls \
+  --set config.KAFKA_SSL_CA_FILE=/etc/agent-graph-projector/tls/ca.crt || true
+CREDENTIAL_RENDERS=()
+for f in "${RENDERED[@]}" "$WORK/quick-start.yaml" "$WORK/legacy.yaml"; do [[ -f $f ]] && CREDENTIAL_RENDERS+=("$f"); done
+"$PY" "$HERE/check_packaging.py" credentials "${CREDENTIAL_RENDERS[@]}" || FAILED=$((FAILED + 1))
+wiring() { # wiring <variant> <NAME@secret:key | NAME=value>...
+  if [[ -f "$WORK/$1-$K8S.yaml" ]]; then
+    "$PY" "$HERE/check_packaging.py" credential-wiring "$WORK/$1-$K8S.yaml" "${@:2}" || FAILED=$((FAILED + 1))
+  else fail "no $1 render to check"; fi
+}
+wiring strimzi KAFKA_SASL_USERNAME=agent-graph-projector KAFKA_SASL_PASSWORD_FILE@agent-graph-projector:password \
+  KAFKA_SSL_CA_FILE@my-cluster-cluster-ca-cert:ca.crt NEO4J_PASSWORD_FILE@projector-neo4j:password
+wiring strimzi-mtls KAFKA_SSL_CERT_FILE@agent-graph-projector:user.crt KAFKA_SSL_KEY_FILE@agent-graph-projector:user.key \
+  KAFKA_SSL_CA_FILE@my-cluster-cluster-ca-cert:ca.crt
+if [[ -f $WORK/legacy.yaml ]]; then
+  "$PY" "$HERE/check_packaging.py" credential-wiring "$WORK/legacy.yaml" NEO4J_PASSWORD_FILE@projector-neo4j:password \
+    KAFKA_SASL_PASSWORD_FILE@projector-kafka:password SCHEMA_REGISTRY_PASSWORD_FILE@projector-registry:password \
+    KAFKA_SSL_CA_FILE@projector-tls:ca.crt || FAILED=$((FAILED + 1))
+fi
+if render chart-secret-a --set secrets.neo4j.password=first-password &&
+  render chart-secret-b --set secrets.neo4j.password=second-password; then
+  "$PY" "$HERE/check_packaging.py" secret-checksum "$WORK/chart-secret-a.yaml" "$WORK/chart-secret-b.yaml" || FAILED=$((FAILED + 1))
+  "$PY" "$HERE/check_packaging.py" credentials "$WORK/chart-secret-a.yaml" || FAILED=$((FAILED + 1))
+  run "kubernetes-validate --strict, Kubernetes $K8S (the chart's own Secret and its migrate-hook copy)" \
+    "$VENV/bin/kubernetes-validate" --strict --quiet -k "$K8S" "$WORK/chart-secret-a.yaml"
+fi
+
 step "values.schema.json and template guards reject bad values"
 reject() { # reject <description> <helm --set args...>
   local description=$1
@@ -177,6 +225,15 @@ reject "podDisruptionBudget.unhealthyPodEvictionPolicy: Never" --set podDisrupti
 reject "a relative prometheusRule.runbookBaseUrl" --set prometheusRule.enabled=true --set prometheusRule.runbookBaseUrl=docs/runbook.md
 reject "an override of an unknown alert" --set prometheusRule.enabled=true --set prometheusRule.runbookBaseUrl=https://x.example --set prometheusRule.rules.AgpNoSuchAlert.for=5m
 reject "an image.digest that is not sha256:<64 hex>" --set image.digest=latest
+reject "a Neo4j password both from a Secret and as a value" --set secrets.neo4j.existingSecret=projector-neo4j --set secrets.neo4j.password=x
+reject "a Kafka SASL password without a user name" --set config.KAFKA_SASL_MECHANISM=scram-sha-512 --set secrets.kafkaSasl.password=x
+reject "a Kafka SASL user name without a password" --set config.KAFKA_SASL_MECHANISM=scram-sha-512 --set secrets.kafkaSasl.username=projector
+reject "the Kafka CA both under config and from secrets.kafkaTls" --set secrets.kafkaTls.ca.existingSecret=my-cluster-cluster-ca-cert \
+  --set config.KAFKA_SSL_CA_FILE=/etc/agent-graph-projector/tls/ca.crt
+reject "a client certificate and key from one Secret key" --set secrets.neo4jTls.clientCert.existingSecret=neo4j-client \
+  --set secrets.neo4jTls.clientCert.certKey=tls.pem --set secrets.neo4jTls.clientCert.keyKey=tls.pem
+reject "a Secret key that is not a file name" --set secrets.kafkaTls.ca.existingSecret=my-cluster-cluster-ca-cert --set secrets.kafkaTls.ca.key=certs/ca.crt
+reject "an unknown key under secrets.kafkaTls" --set secrets.kafkaTls.caKey=ca.crt
 
 step "env keys against CONFIG_KEYS, and their documentation"
 "$PY" "$HERE/check_packaging.py" chart-env "$ROOT" "$WORK/config-keys.json" "${RENDERED[@]}" || FAILED=$((FAILED + 1))

@@ -64,11 +64,69 @@ app.kubernetes.io/component: projector
 {{- default "6" (toString (index .Values.config "TOPIC_PARTITIONS" | default "")) }}
 {{- end }}
 
+{{/* The Secret the chart renders from secrets.*.password, and its copy for the migrate hook. */}}
+{{- define "agp.credentialsSecret" -}}
+{{- printf "%s-credentials" (include "agp.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "agp.migrateCredentialsSecret" -}}
+{{- printf "%s-migrate-credentials" (include "agp.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Data of the chart's own Secret (YAML map, key: plain value), empty when no password is a value. */}}
+{{- define "agp.credentialsData" -}}
+{{- range $name, $dir := dict "neo4j" "neo4j" "kafkaSasl" "kafka-sasl" "schemaRegistry" "schema-registry" }}
+{{- with (index $.Values.secrets $name).password }}
+{{ $dir }}-password: {{ . | quote }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+Every credential, as files of Secret volumes mounted without subPath: the kubelet updates such files in
+place when the Secret changes (never a subPath mount nor an env var), and the service re-reads them
+when a connection is established or re-established. A YAML list, one entry per mounted directory
+(secrets.mountPath/<dir>): the Secret, and per file the key, the file name and the env var naming it.
+Called with (dict "root" $ "hook" bool): the migrate hook reads the chart's passwords from its copy.
+*/}}
+{{- define "agp.credentialMounts" -}}
+{{- $root := .root }}
+{{- $s := $root.Values.secrets }}
+{{- $own := ternary (include "agp.migrateCredentialsSecret" $root) (include "agp.credentialsSecret" $root) .hook }}
+{{- $mounts := list }}
+{{- range $p := list (list "neo4j" "neo4j" "NEO4J_PASSWORD_FILE") (list "kafkaSasl" "kafka-sasl" "KAFKA_SASL_PASSWORD_FILE") (list "schemaRegistry" "schema-registry" "SCHEMA_REGISTRY_PASSWORD_FILE") }}
+{{- $v := index $s (index $p 0) }}
+{{- $dir := index $p 1 }}
+{{- if $v.existingSecret }}
+{{- $mounts = append $mounts (dict "dir" $dir "secret" $v.existingSecret "files" (list (dict "key" $v.passwordKey "path" $v.passwordKey "env" (index $p 2)))) }}
+{{- else if $v.password }}
+{{- $mounts = append $mounts (dict "dir" $dir "secret" $own "files" (list (dict "key" (printf "%s-password" $dir) "path" "password" "env" (index $p 2)))) }}
+{{- end }}
+{{- end }}
+{{- range $p := list (list "kafkaTls" "kafka" "KAFKA_SSL_CA_FILE" "KAFKA_SSL_CERT_FILE" "KAFKA_SSL_KEY_FILE") (list "neo4jTls" "neo4j" "NEO4J_TRUSTED_CA_FILE" "NEO4J_CLIENT_CERT_FILE" "NEO4J_CLIENT_KEY_FILE") (list "schemaRegistryTls" "schema-registry" "SCHEMA_REGISTRY_CA_FILE" "SCHEMA_REGISTRY_CERT_FILE" "SCHEMA_REGISTRY_KEY_FILE") }}
+{{- $v := index $s (index $p 0) | default dict }}
+{{- with $v.ca }}
+{{- if .existingSecret }}
+{{- $mounts = append $mounts (dict "dir" (printf "%s-ca" (index $p 1)) "secret" .existingSecret "files" (list (dict "key" .key "path" .key "env" (index $p 2)))) }}
+{{- end }}
+{{- end }}
+{{- with $v.clientCert }}
+{{- if .existingSecret }}
+{{- $files := list (dict "key" .certKey "path" .certKey "env" (index $p 3)) (dict "key" .keyKey "path" .keyKey "env" (index $p 4)) }}
+{{- $mounts = append $mounts (dict "dir" (printf "%s-client-cert" (index $p 1)) "secret" .existingSecret "files" $files) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- toYaml $mounts }}
+{{- end }}
+
 {{/*
 Environment of the projector and the migrate job: config (sorted), then the chart-owned keys, then
-the credentials from existing Secrets, then extraEnv.
+the credential files and user names, then extraEnv. Called with (dict "root" $ "hook" bool).
 */}}
 {{- define "agp.env" -}}
+{{- $root := .root }}
+{{- with $root }}
 {{- range $key, $value := .Values.config }}
 {{- /* YAML numbers arrive as float64: print 3600000, not 3.6e+06. */}}
 {{- if kindIs "float64" $value }}{{ $value = int64 $value }}{{ end }}
@@ -83,96 +141,64 @@ the credentials from existing Secrets, then extraEnv.
   value: {{ .Values.shutdownTimeoutMs | int | toString | quote }}
 - name: NODE_OPTIONS
   value: {{ printf "--max-old-space-size=%d --max-semi-space-size=16" (int .Values.nodeMaxOldSpaceMiB) | quote }}
-{{- with .Values.secrets.neo4j }}
-{{- if .existingSecret }}
-{{- if $.Values.secrets.asFiles }}
-- name: NEO4J_PASSWORD_FILE
-  value: {{ printf "%s/neo4j/%s" $.Values.secrets.mountPath .passwordKey | quote }}
-{{- else }}
-- name: NEO4J_PASSWORD
+{{- range $mount := include "agp.credentialMounts" $ | fromYamlArray }}
+{{- range $mount.files }}
+- name: {{ .env }}
+  value: {{ printf "%s/%s/%s" $root.Values.secrets.mountPath $mount.dir .path | quote }}
+{{- end }}
+{{- end }}
+{{- /* The service has no *_USERNAME_FILE: a user name from a Secret key is read when the pod starts. */}}
+{{- range $name, $env := dict "kafkaSasl" "KAFKA_SASL_USERNAME" "schemaRegistry" "SCHEMA_REGISTRY_USERNAME" }}
+{{- $v := index $root.Values.secrets $name }}
+{{- if $v.username }}
+- name: {{ $env }}
+  value: {{ $v.username | quote }}
+{{- else if $v.existingSecret }}
+- name: {{ $env }}
   valueFrom:
     secretKeyRef:
-      name: {{ .existingSecret }}
-      key: {{ .passwordKey }}
-{{- end }}
-{{- end }}
-{{- end }}
-{{- with .Values.secrets.kafkaSasl }}
-{{- if .existingSecret }}
-- name: KAFKA_SASL_USERNAME
-  valueFrom:
-    secretKeyRef:
-      name: {{ .existingSecret }}
-      key: {{ .usernameKey }}
-{{- if $.Values.secrets.asFiles }}
-- name: KAFKA_SASL_PASSWORD_FILE
-  value: {{ printf "%s/kafka-sasl/%s" $.Values.secrets.mountPath .passwordKey | quote }}
-{{- else }}
-- name: KAFKA_SASL_PASSWORD
-  valueFrom:
-    secretKeyRef:
-      name: {{ .existingSecret }}
-      key: {{ .passwordKey }}
-{{- end }}
-{{- end }}
-{{- end }}
-{{- with .Values.secrets.schemaRegistry }}
-{{- if .existingSecret }}
-- name: SCHEMA_REGISTRY_USERNAME
-  valueFrom:
-    secretKeyRef:
-      name: {{ .existingSecret }}
-      key: {{ .usernameKey }}
-{{- if $.Values.secrets.asFiles }}
-- name: SCHEMA_REGISTRY_PASSWORD_FILE
-  value: {{ printf "%s/schema-registry/%s" $.Values.secrets.mountPath .passwordKey | quote }}
-{{- else }}
-- name: SCHEMA_REGISTRY_PASSWORD
-  valueFrom:
-    secretKeyRef:
-      name: {{ .existingSecret }}
-      key: {{ .passwordKey }}
-{{- end }}
+      name: {{ $v.existingSecret }}
+      key: {{ $v.usernameKey }}
 {{- end }}
 {{- end }}
 {{- with .Values.extraEnv }}
 {{ toYaml . }}
 {{- end }}
 {{- end }}
+{{- end }}
 
-{{/* Read-only mounts of the TLS files and (secrets.asFiles) the credential Secrets, after /tmp. */}}
+{{/* Read-only mounts of the TLS files and the credential Secrets, after /tmp. Same argument as agp.env. */}}
 {{- define "agp.fileMounts" -}}
-{{- if .Values.tlsFiles.existingSecret }}
+{{- $root := .root }}
+{{- if $root.Values.tlsFiles.existingSecret }}
 - name: tls-files
-  mountPath: {{ .Values.tlsFiles.mountPath }}
+  mountPath: {{ $root.Values.tlsFiles.mountPath }}
   readOnly: true
 {{- end }}
-{{- if .Values.secrets.asFiles }}
-{{- range $dir, $secret := dict "neo4j" .Values.secrets.neo4j "kafka-sasl" .Values.secrets.kafkaSasl "schema-registry" .Values.secrets.schemaRegistry }}
-{{- if $secret.existingSecret }}
-- name: secret-{{ $dir }}
-  mountPath: {{ printf "%s/%s" $.Values.secrets.mountPath $dir }}
+{{- range include "agp.credentialMounts" . | fromYamlArray }}
+- name: secret-{{ .dir }}
+  mountPath: {{ printf "%s/%s" $root.Values.secrets.mountPath .dir }}
   readOnly: true
-{{- end }}
-{{- end }}
 {{- end }}
 {{- end }}
 
 {{- define "agp.fileVolumes" -}}
-{{- if .Values.tlsFiles.existingSecret }}
+{{- $root := .root }}
+{{- if $root.Values.tlsFiles.existingSecret }}
 - name: tls-files
   secret:
-    secretName: {{ .Values.tlsFiles.existingSecret }}
+    secretName: {{ $root.Values.tlsFiles.existingSecret }}
     defaultMode: 0440
 {{- end }}
-{{- if .Values.secrets.asFiles }}
-{{- range $dir, $secret := dict "neo4j" .Values.secrets.neo4j "kafka-sasl" .Values.secrets.kafkaSasl "schema-registry" .Values.secrets.schemaRegistry }}
-{{- if $secret.existingSecret }}
-- name: secret-{{ $dir }}
+{{- range include "agp.credentialMounts" . | fromYamlArray }}
+- name: secret-{{ .dir }}
   secret:
-    secretName: {{ $secret.existingSecret }}
+    secretName: {{ .secret }}
     defaultMode: 0440
-{{- end }}
-{{- end }}
+    items:
+      {{- range .files }}
+      - key: {{ .key | quote }}
+        path: {{ .path | quote }}
+      {{- end }}
 {{- end }}
 {{- end }}
