@@ -1,6 +1,7 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { StatementResult } from "../../cypher/statement.js";
 import { DEFER_REASONS, type Fate, fateReason, REJECT_REASONS } from "../../model/fate.js";
+import { unappliedAgeSeconds } from "../../pipeline/unapplied-age.js";
 import type { ConsumerMetrics, Metrics, PauseReason } from "../../ports.js";
 import { STREAMS, type Stream } from "../../topics.js";
 
@@ -129,6 +130,19 @@ export function createPrometheusMetrics(
         this.set({ topic, partition }, Math.max(0, (at - firstSeen) / 1000));
     },
   });
+  const unapplied = new Map<string, { topic: string; partition: string; oldest: number | null }>();
+  new Gauge({
+    name: p("oldest_unapplied_record_age_seconds"),
+    help: "Per owned source partition, now minus the Kafka timestamp of the oldest record fetched and not yet applied; 0 when none waits. Records not yet fetched are not in it (see agp_consumer_lag).",
+    labelNames: ["topic", "partition"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      const at = now();
+      for (const { topic, partition, oldest } of unapplied.values())
+        this.set({ topic, partition }, unappliedAgeSeconds(oldest, at));
+    },
+  });
   const paused = new Gauge({
     name: p("partition_paused"),
     help: "1 while the partition is paused, by reason: failure (infrastructure), catch-up-hold, retry-not-due.",
@@ -250,6 +264,11 @@ export function createPrometheusMetrics(
     setDrift: (tenant, kind, count) => drift.set({ tenant, kind }, count),
     setReady: (ok) => ready.set(ok ? 1 : 0),
     recordDeadLetterPublished: (topic) => dlqPublished.inc({ topic }),
+    setOldestUnapplied(topic, partition, oldestMs) {
+      const key = `${topic}/${partition}`;
+      if (oldestMs === undefined) unapplied.delete(key);
+      else unapplied.set(key, { topic, partition: String(partition), oldest: oldestMs });
+    },
     setLastCommit(topic, partition, atMs) {
       if (atMs === undefined) lastCommit.remove({ topic, partition: String(partition) });
       else lastCommit.set({ topic, partition: String(partition) }, atMs / 1000);
