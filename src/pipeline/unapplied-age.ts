@@ -20,10 +20,10 @@ export function oldestUnapplied(records: readonly { timestamp: string }[], fetch
 }
 
 /**
- * Seconds from the oldest unapplied record's timestamp to `nowMs`: 0 when nothing fetched waits, and
- * never negative (a producer's clock may run ahead of ours).
+ * Seconds from `sinceMs` (the oldest unapplied record's timestamp, a deferred record's first sight) to
+ * `nowMs`: 0 when nothing waits, and never negative (a producer's clock may run ahead of ours).
  */
-export function unappliedAgeSeconds(oldestMs: number | null | undefined, nowMs: number): number {
-  if (oldestMs === null || oldestMs === undefined) return 0;
-  return Math.max(0, nowMs - oldestMs) / 1000;
+export function ageSeconds(sinceMs: number | null | undefined, nowMs: number): number {
+  if (sinceMs === null || sinceMs === undefined) return 0;
+  return Math.max(0, nowMs - sinceMs) / 1000;
 }

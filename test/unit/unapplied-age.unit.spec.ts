@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { oldestUnapplied, unappliedAgeSeconds } from "../../src/pipeline/unapplied-age.js";
+import { ageSeconds, oldestUnapplied } from "../../src/pipeline/unapplied-age.js";
 
 const records = (...timestamps: string[]) => timestamps.map((timestamp) => ({ timestamp }));
 
@@ -11,8 +11,8 @@ describe("the oldest unapplied record's age", () => {
 
   it("has nothing to say when nothing waits", () => {
     expect(oldestUnapplied([], 5_000)).toBeUndefined();
-    expect(unappliedAgeSeconds(undefined, 5_000)).toBe(0);
-    expect(unappliedAgeSeconds(null, 5_000)).toBe(0);
+    expect(ageSeconds(undefined, 5_000)).toBe(0);
+    expect(ageSeconds(null, 5_000)).toBe(0);
   });
 
   it("counts a record without a usable timestamp from when it was fetched", () => {
@@ -21,8 +21,8 @@ describe("the oldest unapplied record's age", () => {
   });
 
   it("is now minus that timestamp in seconds, and never negative when a producer's clock runs ahead", () => {
-    expect(unappliedAgeSeconds(1_000, 3_500)).toBe(2.5);
-    expect(unappliedAgeSeconds(1_000, 61_000)).toBe(60);
-    expect(unappliedAgeSeconds(4_000, 3_500)).toBe(0);
+    expect(ageSeconds(1_000, 3_500)).toBe(2.5);
+    expect(ageSeconds(1_000, 61_000)).toBe(60);
+    expect(ageSeconds(4_000, 3_500)).toBe(0);
   });
 });
