@@ -19,6 +19,7 @@ import {
   SOAK_MINUTES,
   say,
 } from "./args.js";
+import { chartFromResults } from "./lib/chart.js";
 import type { DirectResult } from "./lib/direct.js";
 import type { LongTransaction } from "./lib/long-transactions.js";
 import { quantile } from "./lib/prom.js";
@@ -90,8 +91,11 @@ export async function writeReport(input: ReportInput): Promise<void> {
       achievedRate: f.achievedRate,
       fractionOfCapacity: f.fractionOfCapacity,
       records: f.records.all,
+      recordsOutcomes: f.records["outcome-created"],
+      recordsEscalations: f.records["escalation-edge"],
       histogramOutcomes: f.histogram["outcome-created"],
       histogramEscalations: f.histogram["escalation-edge"],
+      oldestUnappliedMaxSeconds: f.oldestUnappliedMaxSeconds,
     })),
   };
   const result = {
@@ -148,24 +152,7 @@ export async function writeReport(input: ReportInput): Promise<void> {
   fs.mkdirSync(outDir, { recursive: true });
   const file = path.join(outDir, `${runId}.json`);
   fs.writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
-  const svg = renderChart({
-    title: `agent-graph-projector: ${events.length.toLocaleString("en-US")} records, ${os.cpus().length} cores shared with Kafka and Neo4j`,
-    subtitle: `projector/ceiling ${summary.projectorOverCeiling ?? "–"}, projector/baseline ${summary.projectorOverBaseline ?? "–"}×${summary.projectorOverPeer !== null ? `, projector/connector ${summary.projectorOverPeer}×` : ""}, peak RSS ${summary.peakRssMiB} MiB${soak ? `, soak RSS slope ${soak.rssSlopeMiBPerMinute} MiB/min` : ""}`,
-    bars: [
-      ...(baseline ? [{ label: "baseline (1 record/tx)", value: baseline.recordsPerSecond }] : []),
-      ...INSTANCES.map((n) => ({ label: `projector ×${n}`, value: byInstances[n] as number, highlight: true })),
-      ...(summary.peerRecordsPerSecond !== null && peerBest
-        ? [{ label: `Neo4j connector (${peerBest.batchSize}×${peerBest.tasks})`, value: summary.peerRecordsPerSecond }]
-        : []),
-      ...(ceiling ? [{ label: "ceiling (no Kafka)", value: ceiling.recordsPerSecond }] : []),
-    ],
-    soak: soakPoints,
-    freshness: freshness.map((f) => ({
-      label: `${f.achievedRate.toLocaleString("en-US")} rec/s${f.fractionOfCapacity !== null ? ` (${f.fractionOfCapacity}× capacity)` : ""}`,
-      records: f.records.all,
-      histogram: f.histogram["outcome-created"],
-    })),
-  });
+  const svg = renderChart(chartFromResults(result));
   fs.writeFileSync(path.join(outDir, quick ? "latest-quick.svg" : "latest.svg"), svg);
   say(`results: ${path.relative(ROOT, file)}`);
   process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);

@@ -48,6 +48,12 @@ export interface FreshnessResult {
   readonly histogram: Record<"outcome-created" | "escalation-edge", HistogramFreshness>;
   /** Committed offset seen (polled every 200 ms) − the time each record was stamped and published. */
   readonly records: Record<"all" | "outcome-created" | "escalation-edge", RecordFreshness>;
+  /**
+   * The largest agp_oldest_unapplied_record_age_seconds seen on the stream's partitions, scraped
+   * every second from the measured window's start to the drain's end (not in results before it existed).
+   */
+  readonly oldestUnappliedMaxSeconds: Record<"outcome-created" | "escalation-edge", number | null>;
+  readonly metricsScrapeErrors: number;
   readonly deferred: number;
   readonly transactionRetries: number;
   readonly batchP50Ms: number | null;

@@ -169,6 +169,11 @@ export interface ConsumerMetrics {
   setConsecutiveFailures(topic: string, partition: number, count: number): void;
   /** Wall-clock time of the partition's last commit (or of its assignment); `undefined`: no longer ours. */
   setLastCommit(topic: string, partition: number, atMs: number | undefined): void;
+  /**
+   * Kafka timestamp (ms) of the oldest record of the source partition fetched and not yet applied (see
+   * pipeline/unapplied-age.ts); `null`: ours, nothing fetched waits; `undefined`: no longer ours.
+   */
+  setOldestUnapplied(topic: string, partition: number, oldestMs: number | null | undefined): void;
 }
 
 export const noopMetrics: Metrics = {

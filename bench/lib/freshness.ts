@@ -170,3 +170,16 @@ export function histogramMaxBound(
   }
   return bound;
 }
+
+/** The largest value of a gauge over its series matching `filter`, or null when it has none. */
+export function gaugeMax(samples: readonly Sample[], name: string, filter: Record<string, string> = {}): number | null {
+  let max: number | null = null;
+  for (const s of samples)
+    if (
+      s.name === name &&
+      Object.entries(filter).every(([k, v]) => s.labels[k] === v) &&
+      (max === null || s.value > max)
+    )
+      max = s.value;
+  return max;
+}

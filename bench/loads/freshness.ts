@@ -19,6 +19,7 @@ import { cpuMeter } from "../lib/cpu.js";
 import { wipeGraph } from "../lib/direct.js";
 import {
   CohortTracker,
+  gaugeMax,
   histogramMaxBound,
   recordsDue,
   type Settled,
@@ -99,6 +100,31 @@ export async function runFreshness(
         pollErrors += 1; // the next poll settles what this one missed, later
       }
       await sleep(200);
+    }
+  })();
+  // The service's own oldest-unapplied age per stream, its largest value seen from the measured
+  // window's start to the drain's end, scraped every second.
+  const oldestUnapplied: Record<"outcome-created" | "escalation-edge", number | null> = {
+    "outcome-created": null,
+    "escalation-edge": null,
+  };
+  let scrapeErrors = 0;
+  const scraper = (async () => {
+    while (polling) {
+      if (measuring) {
+        try {
+          const samples = await child.scrape();
+          for (const stream of ["outcome-created", "escalation-edge"] as const) {
+            const seen = gaugeMax(samples, "agp_oldest_unapplied_record_age_seconds", {
+              topic: freshNames.source[stream],
+            });
+            if (seen !== null) oldestUnapplied[stream] = Math.max(oldestUnapplied[stream] ?? 0, seen);
+          }
+        } catch {
+          scrapeErrors += 1;
+        }
+      }
+      await sleep(1000);
     }
   })();
   let lastReport = loadStart;
@@ -186,6 +212,7 @@ export async function runFreshness(
   const drainSeconds = (Date.now() - drainStart) / 1000;
   polling = false;
   await poller;
+  await scraper;
   const unsettledAtEnd = tracker.settleRemaining(Date.now());
   const cpuSeconds = meter?.since() ?? {};
   const window = sampleDelta(await child.scrape(), before);
@@ -225,6 +252,11 @@ export async function runFreshness(
       "outcome-created": fromRecords(outcomesSettled),
       "escalation-edge": fromRecords(escalationsSettled),
     },
+    oldestUnappliedMaxSeconds: {
+      "outcome-created": nullable(oldestUnapplied["outcome-created"]),
+      "escalation-edge": nullable(oldestUnapplied["escalation-edge"]),
+    },
+    metricsScrapeErrors: scrapeErrors,
     deferred: total(window, "agp_records_total", { result: "deferred" }),
     transactionRetries: total(window, "agp_transaction_retries_total"),
     batchP50Ms: nullable(histogramQuantile(window, "agp_batch_duration_seconds", 0.5), 1000),
@@ -234,12 +266,16 @@ export async function runFreshness(
     loadAverageAtEnd: os.loadavg().map((l) => round(l, 2)),
     errors: child.errors.slice(0, 10),
   };
-  const h = result.histogram["outcome-created"];
-  const r = result.records.all;
+  const q = (f: { p50: number | null; p99: number | null }) => `p50 ${f.p50} s, p99 ${f.p99} s`;
+  const perStream = (["outcome-created", "escalation-edge"] as const).map((stream) => {
+    const r = result.records[stream];
+    const h = result.histogram[stream];
+    const oldest = result.oldestUnappliedMaxSeconds[stream];
+    return `${stream}: records ${q(r)}, max ${r.max} s; histogram ${q(h)}, max ≤ ${h.maxAtMost} s; oldest unapplied ≤ ${oldest} s`;
+  });
   say(
-    `freshness ${runNo} at ${rate} records/s (achieved ${result.achievedRate}): records p50 ${r.p50} s, p99 ${r.p99} s, max ${r.max} s; ` +
-      `histogram (outcomes) p50 ${h.p50} s, p99 ${h.p99} s, max ≤ ${h.maxAtMost} s; drained in ${result.drainSeconds} s, ` +
-      `${result.deferred} deferred; CPU ${JSON.stringify(cpuSeconds)} s`,
+    `freshness ${runNo} at ${rate} records/s (achieved ${result.achievedRate}): ${perStream.join("; ")}; ` +
+      `drained in ${result.drainSeconds} s, ${result.deferred} deferred; CPU ${JSON.stringify(cpuSeconds)} s`,
   );
   return result;
 }

@@ -1,14 +1,17 @@
 import { describe, expect, it } from "vitest";
+import { freshnessRow } from "../../bench/lib/chart.js";
 import {
   CohortTracker,
   freshnessRates,
+  gaugeMax,
   histogramMaxBound,
   recordsDue,
   sampleDelta,
   weightedQuantile,
 } from "../../bench/lib/freshness.js";
 import { histogramQuantile, parseMetrics } from "../../bench/lib/prom.js";
-import { renderChart } from "../../bench/lib/svg.js";
+import { renderChart, textWidth } from "../../bench/lib/svg.js";
+import type { FreshnessResult } from "../../bench/results.js";
 
 describe("the steady-load rate schedule", () => {
   it("publishes exactly ⌊rate·t⌋ records by time t, whatever the tick", () => {
@@ -141,22 +144,94 @@ describe("freshness from the service's histogram", () => {
   });
 });
 
+/** Each text's estimated extent (as the chart lays it out) and the canvas width. */
+function textExtents(svg: string): { width: number; texts: { text: string; left: number; right: number }[] } {
+  const width = Number(/<svg [^>]*width="(\d+)"/.exec(svg)?.[1]);
+  const texts = [...svg.matchAll(/<text x="([\d.-]+)"[^>]*?>([^<]*)<\/text>/g)].map((m) => {
+    const tag = m[0];
+    const x = Number(m[1]);
+    const size = Number(/font-size="(\d+)"/.exec(tag)?.[1] ?? 13);
+    const text = (m[2] as string).replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
+    const w = textWidth(text, size, tag.includes('font-weight="bold"'));
+    if (tag.includes('text-anchor="end"')) return { text, left: x - w, right: x };
+    if (tag.includes('text-anchor="middle"')) return { text, left: x - w / 2, right: x + w / 2 };
+    return { text, left: x, right: x + w };
+  });
+  return { width, texts };
+}
+
+const steadyLoad = (rate: number, fraction: number): FreshnessResult =>
+  ({
+    rate,
+    achievedRate: rate,
+    fractionOfCapacity: fraction,
+    capacity: 6785,
+    records: {
+      all: { records: 10, p50: 0.6, p99: 147.5, max: 161.8 },
+      "outcome-created": { records: 8, p50: 0.4, p99: 1.2, max: 2.5 },
+      "escalation-edge": { records: 2, p50: 105.5, p99: 155.2, max: 161.8 },
+    },
+    histogram: {
+      "outcome-created": { observations: 8, p50: 0.3, p99: 0.9, maxAtMost: 2.5 },
+      "escalation-edge": { observations: 2, p50: 102.7, p99: 294.2, maxAtMost: 300 },
+    },
+  }) as FreshnessResult;
+
+describe("the service's oldest-unapplied age", () => {
+  it("reads the largest value over a stream's partitions, none when it has no series", () => {
+    const samples = parseMetrics(
+      [
+        'agp_oldest_unapplied_record_age_seconds{topic="b.outcome-created",partition="0"} 0',
+        'agp_oldest_unapplied_record_age_seconds{topic="b.outcome-created",partition="1"} 2.5',
+        'agp_oldest_unapplied_record_age_seconds{topic="b.escalation-edge",partition="0"} 7',
+      ].join("\n"),
+    );
+    const name = "agp_oldest_unapplied_record_age_seconds";
+    expect(gaugeMax(samples, name, { topic: "b.outcome-created" })).toBe(2.5);
+    expect(gaugeMax(samples, name, { topic: "b.escalation-edge" })).toBe(7);
+    expect(gaugeMax(samples, name, { topic: "b.registry-mutation" })).toBeNull();
+  });
+});
+
 describe("the results chart", () => {
-  it("draws a row pair per steady-load rate", () => {
+  it("draws each steady-load rate per stream, from the records' own times and from the histogram", () => {
     const svg = renderChart({
       title: "t",
       subtitle: "s",
       bars: [{ label: "projector ×1", value: 8000 }],
-      freshness: [
-        {
-          label: "4,000 rec/s (0.5× capacity)",
-          records: { p50: 0.4, p99: 1.2, max: 2.5 },
-          histogram: { p50: 0.3, p99: 0.9, maxAtMost: 2.5 },
-        },
-      ],
+      freshness: [freshnessRow(steadyLoad(3393, 0.5))],
     });
     expect(svg).toContain("Freshness under a steady load");
+    expect(svg).toContain("0.5× capacity (6,785 rec/s measured): 3,393 rec/s");
+    expect(svg).toContain("outcomes, records' own times");
+    expect(svg).toContain("outcomes, service's histogram");
+    expect(svg).toContain("escalations, records' own times");
+    expect(svg).toContain("escalations, service's histogram");
     expect(svg).toContain("p50 0.40 / p99 1.20 / max 2.50");
     expect(svg).toContain("p50 0.30 / p99 0.90 / max ≤ 2.5");
+    expect(svg).toContain("p50 105.5 / p99 155.2 / max 161.8");
+    expect(svg).toContain("p50 102.7 / p99 294.2 / max ≤ 300");
+  });
+
+  it("cuts no text off at either side, however long the labels", () => {
+    const svg = renderChart({
+      title: "agent-graph-projector: 254,000 records, 2 cores shared with Kafka and Neo4j",
+      subtitle:
+        "projector/ceiling 0.858, projector/baseline 22.7×, projector/connector 0.93×, peak RSS 265.8 MiB, soak RSS slope 0.46 MiB/min",
+      bars: [
+        { label: "baseline (1 record/tx)", value: 299 },
+        { label: "a connector with a very long name indeed (5000×2)", value: 7262 },
+        { label: "projector ×1", value: 6785, highlight: true, note: "(median of three turns, 37.4 s)" },
+      ],
+      soak: [
+        { minute: 0, rssMiB: 150, lag: 5000 },
+        { minute: 10, rssMiB: 155, lag: 0 },
+      ],
+      freshness: [freshnessRow(steadyLoad(3393, 0.5)), freshnessRow(steadyLoad(6107, 0.9))],
+    });
+    const { width, texts } = textExtents(svg);
+    expect(texts.length).toBeGreaterThan(30);
+    const outside = texts.filter((t) => t.left < 0 || t.right > width);
+    expect(outside).toEqual([]);
   });
 });

@@ -94,4 +94,22 @@ describe("Prometheus metrics", () => {
     metrics.setLastCommit("t", 1, undefined);
     expect(await sample(metrics.registry.metrics(), series(1))).toBeUndefined();
   });
+
+  it("ages the oldest unapplied record per partition at scrape time: 0 when none waits, gone when revoked", async () => {
+    let now = 100_000;
+    const metrics = createPrometheusMetrics(undefined, () => now);
+    const series = (p: number) => `agp_oldest_unapplied_record_age_seconds{topic="t",partition="${p}"}`;
+    metrics.setOldestUnapplied("t", 0, null);
+    metrics.setOldestUnapplied("t", 1, 95_000);
+    expect(await sample(metrics.registry.metrics(), series(0))).toBe(0);
+    expect(await sample(metrics.registry.metrics(), series(1))).toBe(5);
+    // Stuck: the same batch, a later scrape, a larger age.
+    now = 112_500;
+    expect(await sample(metrics.registry.metrics(), series(1))).toBe(17.5);
+    metrics.setOldestUnapplied("t", 1, null);
+    expect(await sample(metrics.registry.metrics(), series(1))).toBe(0);
+    metrics.setOldestUnapplied("t", 1, undefined);
+    expect(await sample(metrics.registry.metrics(), series(1))).toBeUndefined();
+    expect(await sample(metrics.registry.metrics(), series(0))).toBe(0);
+  });
 });

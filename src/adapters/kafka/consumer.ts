@@ -117,6 +117,7 @@ export function createProjectorConsumer(
         deps.metrics.setConsecutiveFailures(topic, partition, 0);
         deps.metrics.setOldestDeferred(topic, partition, undefined);
         deps.metrics.setLastCommit(topic, partition, undefined);
+        deps.metrics.setOldestUnapplied(topic, partition, undefined);
         applier.forgetFailures(`${topic}/${partition}`);
       }
     }
@@ -129,10 +130,15 @@ export function createProjectorConsumer(
     currentAssignment = new Map(Object.entries(event.payload.memberAssignment));
     forgetRevoked(before, currentAssignment);
     // A partition newly ours counts from now: its first commit is due within the stall alert's window.
+    // Its oldest-unapplied age reads 0 until a batch of it is fetched: a series from the start.
     for (const [topic, partitions] of currentAssignment) {
       const owned = new Set(before.get(topic) ?? []);
-      for (const partition of partitions)
-        if (!owned.has(partition)) deps.metrics.setLastCommit(topic, partition, deps.clock.now());
+      const source = roleOfTopic(names, topic)?.role === "source";
+      for (const partition of partitions) {
+        if (owned.has(partition)) continue;
+        deps.metrics.setLastCommit(topic, partition, deps.clock.now());
+        if (source) deps.metrics.setOldestUnapplied(topic, partition, null);
+      }
     }
     // Another instance may have moved a partition we owned before; start its view afresh.
     positions.clear();

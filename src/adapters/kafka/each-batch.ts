@@ -10,6 +10,7 @@ import {
   subBatches,
 } from "../../pipeline/partition-policy.js";
 import { type PartitionPositions, positionAfter } from "../../pipeline/partition-positions.js";
+import { oldestUnapplied } from "../../pipeline/unapplied-age.js";
 import type { PauseReason, SourceRecord } from "../../ports.js";
 import { roleOfTopic, type Stream, type TopicNames } from "../../topics.js";
 import type { ConsumerDeps, ConsumerOptions } from "./consumer.js";
@@ -63,6 +64,14 @@ export function createBatchApplier(
     const partitionKey = `${batch.topic}/${batch.partition}`;
     const admission = admitBatch(role, batch.messages.length, isHeld);
     if (!role || admission === "ignore") return;
+    // A source partition's fetched records age until applied (a held batch too: it is fetched again).
+    const fetchedAt = deps.clock.now();
+    const unappliedFrom = (start: number) => {
+      if (role.role !== "source") return;
+      const oldest = oldestUnapplied(batch.messages.slice(start), fetchedAt);
+      deps.metrics.setOldestUnapplied(batch.topic, batch.partition, oldest ?? null);
+    };
+    unappliedFrom(0);
     if (admission === "hold") {
       pauseFor(payload, HOLD_PAUSE_MS, "catch-up-hold", role.stream);
       return;
@@ -138,6 +147,7 @@ export function createBatchApplier(
           positionAfter(lastOffset, batch.messages.at(-1)?.offset, batch.lastOffset()),
           committedAt,
         );
+        unappliedFrom(end);
         await payload.heartbeat();
         if (role.role === "source") options.onCommitted?.(role.stream);
       }

@@ -1,6 +1,7 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { StatementResult } from "../../cypher/statement.js";
 import { DEFER_REASONS, type Fate, fateReason, REJECT_REASONS } from "../../model/fate.js";
+import { ageSeconds } from "../../pipeline/unapplied-age.js";
 import type { ConsumerMetrics, Metrics, PauseReason } from "../../ports.js";
 import { STREAMS, type Stream } from "../../topics.js";
 
@@ -116,19 +117,37 @@ export function createPrometheusMetrics(
     labelNames: ["topic"],
     registers: [registry],
   });
-  const waitingSince = new Map<string, { topic: string; partition: string; firstSeen: number }>();
-  new Gauge({
-    name: p("oldest_deferred_age_seconds"),
-    help: "Per retry partition, age (now minus first seen) of the first record waiting to fall due; absent when none waits.",
-    labelNames: ["topic", "partition"],
-    registers: [registry],
-    collect() {
-      this.reset();
-      const at = now();
-      for (const { topic, partition, firstSeen } of waitingSince.values())
-        this.set({ topic, partition }, Math.max(0, (at - firstSeen) / 1000));
-    },
-  });
+  /**
+   * A per-partition age, now minus a time in ms, computed at each scrape so that it grows while
+   * nothing changes: `null` reads 0, `undefined` drops the series.
+   */
+  const ageGauge = (name: string, help: string) => {
+    const since = new Map<string, { topic: string; partition: string; at: number | null }>();
+    new Gauge({
+      name,
+      help,
+      labelNames: ["topic", "partition"],
+      registers: [registry],
+      collect() {
+        this.reset();
+        const nowMs = now();
+        for (const { topic, partition, at } of since.values()) this.set({ topic, partition }, ageSeconds(at, nowMs));
+      },
+    });
+    return (topic: string, partition: number, at: number | null | undefined) => {
+      const key = `${topic}/${partition}`;
+      if (at === undefined) since.delete(key);
+      else since.set(key, { topic, partition: String(partition), at });
+    };
+  };
+  const setOldestDeferred = ageGauge(
+    p("oldest_deferred_age_seconds"),
+    "Per retry partition, age (now minus first seen) of the first record waiting to fall due; absent when none waits.",
+  );
+  const setOldestUnapplied = ageGauge(
+    p("oldest_unapplied_record_age_seconds"),
+    "Per owned source partition, now minus the Kafka timestamp of the oldest record fetched and not yet applied; 0 when none waits. Records not yet fetched are not in it (see agp_consumer_lag).",
+  );
   const paused = new Gauge({
     name: p("partition_paused"),
     help: "1 while the partition is paused, by reason: failure (infrastructure), catch-up-hold, retry-not-due.",
@@ -230,11 +249,7 @@ export function createPrometheusMetrics(
     recordRebalance: () => rebalances.inc(),
     setLag: (topic, partition, value) => lag.set({ topic, partition: String(partition) }, value),
     dropLag: (topic, partition) => lag.remove({ topic, partition: String(partition) }),
-    setOldestDeferred(topic, partition, firstSeenMs) {
-      const key = `${topic}/${partition}`;
-      if (firstSeenMs === undefined) waitingSince.delete(key);
-      else waitingSince.set(key, { topic, partition: String(partition), firstSeen: firstSeenMs });
-    },
+    setOldestDeferred,
     setPaused(topic, partition, reason) {
       const key = `${topic}/${partition}`;
       const before = pausedReason.get(key);
@@ -250,6 +265,7 @@ export function createPrometheusMetrics(
     setDrift: (tenant, kind, count) => drift.set({ tenant, kind }, count),
     setReady: (ok) => ready.set(ok ? 1 : 0),
     recordDeadLetterPublished: (topic) => dlqPublished.inc({ topic }),
+    setOldestUnapplied,
     setLastCommit(topic, partition, atMs) {
       if (atMs === undefined) lastCommit.remove({ topic, partition: String(partition) });
       else lastCommit.set({ topic, partition: String(partition) }, atMs / 1000);
