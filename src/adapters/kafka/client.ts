@@ -15,7 +15,7 @@ import type { Config } from "../../config.js";
 import { classify } from "../../errors.js";
 import { type Logger, type RecordPublisher, systemSleep } from "../../ports.js";
 import { currentPem, currentSecret, RotationGrace } from "../credentials.js";
-import { kafkaLogLevel } from "./log-level.js";
+import { kafkaLogLevel, ROTATION_RETRY } from "./log-level.js";
 
 /** One kafkajs client for the whole process, with its logs routed into ours. */
 export function createKafka(config: Config["kafka"], logger: Logger): Kafka {
@@ -60,10 +60,9 @@ export function rotatingSasl(sasl: NonNullable<Config["kafka"]["sasl"]>, grace: 
           grace.succeeded();
         } catch (error) {
           if (!grace.failed(credential)) throw error;
-          throw new KafkaJSConnectionError(
-            `${(error as Error).message} (retried: the credential may be rotating; its file is read again)`,
-            { broker: `${args.host}:${args.port}` },
-          );
+          throw new KafkaJSConnectionError(`${(error as Error).message} (${ROTATION_RETRY}; its file is read again)`, {
+            broker: `${args.host}:${args.port}`,
+          });
         }
       },
     };
