@@ -121,7 +121,7 @@ function running(
     readonly driver: Driver;
     readonly kafka: { readonly admin: Admin };
     readonly built: BuiltConsumer;
-    readonly stopSchedules: readonly (() => void)[];
+    readonly stopSchedules: readonly (() => void | Promise<void>)[];
   },
 ): RunningService {
   const { logger } = ctx;
@@ -143,7 +143,7 @@ function running(
   async function stop(reason = "stop requested"): Promise<void> {
     stopping ??= (async () => {
       logger.info({ reason }, "stopping: no new fetches, committing what was applied, leaving the group");
-      for (const stopSchedule of stopSchedules) stopSchedule();
+      await Promise.all(stopSchedules.map((stopSchedule) => stopSchedule()));
       await consumer.stop().catch((error) => logger.warn({ error: errorMessage(error) }, "consumer stop failed"));
       await producer.disconnect().catch(() => {});
       await admin.disconnect().catch(() => {});

@@ -77,6 +77,33 @@ describe("the lag monitor: one poller for the gauges and the catch-up hold", () 
     expect(heard).toEqual([16]);
   });
 
+  it("stop waits for the poll in flight and refuses new ones, so the admin client is not closed under a request", async () => {
+    let answer: () => void = () => {};
+    const slow = {
+      fetchOffsets: async ({ topics }: { topics: string[] }) => {
+        await new Promise<void>((resolve) => {
+          answer = resolve;
+        });
+        return topics.map((topic) => ({ topic, partitions: [{ partition: 0, offset: "2" }] }));
+      },
+      fetchTopicOffsets: async () => [{ partition: 0, high: "10", low: "0", offset: "10" }],
+      fetchTopicMetadata: async () => ({ topics: [] }),
+    } as unknown as Admin;
+    const monitor = createLagMonitor(slow, "g", ["reg"], quiet);
+    const polling = monitor.poll();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    let stopped = false;
+    const stopping = monitor.stop().then(() => {
+      stopped = true;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(stopped).toBe(false);
+    answer();
+    await stopping;
+    expect(await polling).toHaveLength(1);
+    await expect(monitor.poll()).rejects.toThrow(/stopped/);
+  });
+
   it("the schedule polls only when nobody else has polled recently", async () => {
     vi.useFakeTimers();
     let now = 0;

@@ -21,8 +21,15 @@ export interface LagMonitor {
   poll(): Promise<readonly PartitionLag[]>;
   onLag(listener: (lags: readonly PartitionLag[]) => void): void;
   start(intervalMs: number): void;
-  stop(): void;
+  /**
+   * Ends the schedule, refuses new polls and waits (briefly) for the ones in flight, so that the admin
+   * client is never disconnected under a request (kafkajs then logs "write after end" as an error).
+   */
+  stop(): Promise<void>;
 }
+
+/** How long stop() waits for a poll in flight; a broker that does not answer must not hold a stop. */
+const STOP_WAIT_MS = 5_000;
 
 export function createLagMonitor(
   admin: Admin,
@@ -34,8 +41,19 @@ export function createLagMonitor(
   const listeners: ((lags: readonly PartitionLag[]) => void)[] = [];
   let polledAt = Number.NEGATIVE_INFINITY;
   let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const inFlight = new Set<Promise<unknown>>();
 
-  async function poll(): Promise<readonly PartitionLag[]> {
+  function poll(): Promise<readonly PartitionLag[]> {
+    if (stopped) return Promise.reject(new Error("the lag monitor is stopped"));
+    const polling = pollNow();
+    const settled = polling.catch(() => {});
+    inFlight.add(settled);
+    void settled.then(() => inFlight.delete(settled));
+    return polling;
+  }
+
+  async function pollNow(): Promise<readonly PartitionLag[]> {
     polledAt = clock.now();
     let lags: PartitionLag[];
     try {
@@ -63,8 +81,17 @@ export function createLagMonitor(
         );
       }, intervalMs);
     },
-    stop() {
+    async stop() {
+      stopped = true;
       if (timer) clearInterval(timer);
+      let timeout: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.all(inFlight),
+        new Promise((resolve) => {
+          timeout = setTimeout(resolve, STOP_WAIT_MS);
+        }),
+      ]);
+      clearTimeout(timeout);
     },
   };
 }
