@@ -55,7 +55,13 @@ describe("loadConfig", () => {
       KAFKA_SASL_USERNAME: "projector",
       KAFKA_SASL_PASSWORD_FILE: file,
     }).kafka.sasl;
-    expect(sasl).toEqual({ mechanism: "scram-sha-512", username: "projector", password: "s3cret-from-file" });
+    // The value read at start, and the file, which is read again at each authentication.
+    expect(sasl).toEqual({
+      mechanism: "scram-sha-512",
+      username: "projector",
+      password: "s3cret-from-file",
+      passwordFile: file,
+    });
     expect(
       loadConfig({ SCHEMA_REGISTRY_USERNAME: "u", SCHEMA_REGISTRY_PASSWORD_FILE: file }).registry.auth?.password,
     ).toBe("s3cret-from-file");

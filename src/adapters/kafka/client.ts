@@ -1,9 +1,8 @@
-import {
+import kafkajs, {
   type AuthenticationProviderArgs,
   type Authenticator,
   Kafka,
   type KafkaConfig,
-  KafkaJSConnectionError,
   logLevel,
   Partitioners,
   type Producer,
@@ -16,6 +15,9 @@ import { classify } from "../../errors.js";
 import { type Logger, type RecordPublisher, systemSleep } from "../../ports.js";
 import { currentPem, currentSecret, RotationGrace } from "../credentials.js";
 import { kafkaLogLevel, ROTATION_RETRY } from "./log-level.js";
+
+// kafkajs spreads its error classes into its exports, which Node's ESM loader cannot see as named exports.
+const { KafkaJSConnectionError } = kafkajs;
 
 /** One kafkajs client for the whole process, with its logs routed into ours. */
 export function createKafka(config: Config["kafka"], logger: Logger): Kafka {
