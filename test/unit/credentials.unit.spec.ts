@@ -5,7 +5,6 @@ import type { AuthenticationProviderArgs, Authenticator } from "kafkajs";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { currentSecret, RotationGrace } from "../../src/adapters/credentials.js";
 import { rotatingSasl } from "../../src/adapters/kafka/client.js";
-import { classify } from "../../src/errors.js";
 
 let dir: string;
 beforeEach(() => {
@@ -81,10 +80,12 @@ describe("rotatingSasl (kafkajs SASL options)", () => {
   it("hands kafkajs the password file's current contents at each authentication", async () => {
     const file = join(dir, "password");
     writeFileSync(file, "one");
-    const options = rotatingSasl(
-      { mechanism: "scram-sha-512", username: "projector", password: "one", passwordFile: file },
-      new RotationGrace(),
-    ) as unknown as Record<string, unknown>;
+    const options = rotatingSasl({
+      mechanism: "scram-sha-512",
+      username: "projector",
+      password: "one",
+      passwordFile: file,
+    }) as unknown as Record<string, unknown>;
     const seen: unknown[] = [];
     const builtIn = (sasl: Record<string, unknown>) => ({ authenticate: async () => void seen.push(sasl.password) });
     await authenticateWith(options, builtIn);
@@ -92,37 +93,5 @@ describe("rotatingSasl (kafkajs SASL options)", () => {
     await authenticateWith(options, builtIn);
     expect(seen).toEqual(["one", "two"]);
     expect({ ...options }).toMatchObject({ mechanism: "scram-sha-512", username: "projector", password: "two" });
-  });
-
-  it("a refusal is final before any success, retriable within the grace after one, final past it", async () => {
-    let now = 0;
-    const options = rotatingSasl(
-      { mechanism: "scram-sha-512", username: "projector", password: "pw", passwordFile: undefined },
-      new RotationGrace(60_000, () => now),
-    ) as unknown as Record<string, unknown>;
-    let accept = false;
-    const refused = Object.assign(new Error("SASL SCRAM SHA512 authentication failed"), {
-      name: "KafkaJSSASLAuthenticationError",
-      retriable: false,
-    });
-    const builtIn = () => ({
-      authenticate: async () => {
-        if (!accept) throw refused;
-      },
-    });
-    const outcome = () =>
-      authenticateWith(options, builtIn).then(
-        () => "accepted",
-        (error: unknown) => classify(error),
-      );
-    expect(await outcome()).toBe("fatal");
-    accept = true;
-    expect(await outcome()).toBe("accepted");
-    accept = false;
-    expect(await outcome()).toBe("transient");
-    now = 59_000;
-    expect(await outcome()).toBe("transient");
-    now = 60_000;
-    expect(await outcome()).toBe("fatal");
   });
 });

@@ -58,17 +58,6 @@ describe("kafkajs log levels: ERROR only for what someone must act on", () => {
     ).toBe("warn");
   });
 
-  it("a refused credential retried during a rotation is a warning; the refusal itself stays an error", () => {
-    const seen = levelsOf((log) => {
-      log.error(
-        "Failed to connect to seed broker, trying another broker from the list: SASL SCRAM SHA512 authentication failed: invalid credentials (retried: the credential may be rotating; its file is read again)",
-        {},
-      );
-      log.error("SASL SCRAM SHA512 authentication failed: invalid credentials", {});
-    });
-    expect(seen.map((line) => line.split(":")[0])).toEqual(["warn", "error"]);
-  });
-
   it("what kafkajs does not retry stays an error; warnings stay warnings, the rest is debug", () => {
     const seen = levelsOf((log) => {
       log.error("Response SaslAuthenticate(key: 36, version: 1)", {

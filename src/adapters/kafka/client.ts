@@ -1,6 +1,4 @@
-import kafkajs, {
-  type AuthenticationProviderArgs,
-  type Authenticator,
+import {
   Kafka,
   type KafkaConfig,
   logLevel,
@@ -13,11 +11,8 @@ import kafkajs, {
 import type { Config } from "../../config.js";
 import { classify } from "../../errors.js";
 import { type Logger, type RecordPublisher, systemSleep } from "../../ports.js";
-import { currentPem, currentSecret, RotationGrace } from "../credentials.js";
-import { kafkaLogLevel, ROTATION_RETRY } from "./log-level.js";
-
-// kafkajs spreads its error classes into its exports, which Node's ESM loader cannot see as named exports.
-const { KafkaJSConnectionError } = kafkajs;
+import { currentPem, currentSecret } from "../credentials.js";
+import { kafkaLogLevel } from "./log-level.js";
 
 /** One kafkajs client for the whole process, with its logs routed into ours. */
 export function createKafka(config: Config["kafka"], logger: Logger): Kafka {
@@ -36,47 +31,23 @@ export function createKafka(config: Config["kafka"], logger: Logger): Kafka {
         logger[kafkaLogLevel(level, String(message), fields)]({ component: "kafkajs", ...fields }, String(message));
       },
   };
-  if (config.sasl) options.sasl = rotatingSasl(config.sasl, new RotationGrace());
+  if (config.sasl) options.sasl = rotatingSasl(config.sasl);
   return new Kafka(options);
 }
 
 /**
  * SASL options whose password is read again at each authentication — a new connection, or the
  * re-authentication a broker with `connections.max.reauth.ms` asks for — so a rotated password file
- * is used without a restart. kafkajs installs its built-in authenticator into these options on first
- * use; the accessor wraps it so that, once a connection has authenticated, a refused credential is
- * retried as a connection error while `grace` allows (the broker and the file may change a little
- * apart), and is final after that.
+ * is used without a restart. A refusal is not retried here: kafkajs retrying refused authentications
+ * was seen to wedge its connection pool ("Timeout while acquiring lock", no request getting through
+ * even after the file was right again). It crashes the consumer instead, the service stops naming the
+ * refusal, and the restarted process reads the file again (README, "Credentials that rotate").
  */
-export function rotatingSasl(sasl: NonNullable<Config["kafka"]["sasl"]>, grace: RotationGrace): SASLOptions {
-  const password = currentSecret(sasl.password, sasl.passwordFile);
-  type Provider = (args: AuthenticationProviderArgs) => Authenticator;
-  let builtIn: Provider | undefined;
-  const wrapped: Provider = (args) => {
-    const inner = (builtIn as Provider)(args);
-    return {
-      async authenticate() {
-        const credential = password();
-        try {
-          await inner.authenticate();
-          grace.succeeded();
-        } catch (error) {
-          if (!grace.failed(credential)) throw error;
-          throw new KafkaJSConnectionError(`${(error as Error).message} (${ROTATION_RETRY}; its file is read again)`, {
-            broker: `${args.host}:${args.port}`,
-          });
-        }
-      },
-    };
-  };
+export function rotatingSasl(sasl: NonNullable<Config["kafka"]["sasl"]>): SASLOptions {
   const options = { mechanism: sasl.mechanism, username: sasl.username } as Record<string, unknown>;
-  Object.defineProperty(options, "password", { enumerable: true, get: password });
-  Object.defineProperty(options, "authenticationProvider", {
-    enumerable: false,
-    get: () => (builtIn ? wrapped : undefined),
-    set: (provider: Provider) => {
-      builtIn = provider;
-    },
+  Object.defineProperty(options, "password", {
+    enumerable: true,
+    get: currentSecret(sasl.password, sasl.passwordFile),
   });
   return options as unknown as SASLOptions;
 }

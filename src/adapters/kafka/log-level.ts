@@ -16,9 +16,6 @@ const byMessage = new Map(errorCodes.map((entry) => [entry.message, entry]));
 /** Not marked retriable, yet the consumer answers them by re-joining the group (kafkajs consumer/runner.js). */
 const REJOINED = new Set(["REBALANCE_IN_PROGRESS", "UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION"]);
 
-/** The mark kafka/client.ts puts on a refused credential it retries as a rotation in progress. */
-export const ROTATION_RETRY = "retried: the credential may be rotating";
-
 export type LogLevelName = "error" | "warn" | "info" | "debug";
 
 /**
@@ -40,7 +37,6 @@ export function kafkaLogLevel(
     // A crash on a retried error: kafkajs restarts the consumer, which is worth a warning, not a page.
     if (known && (known.retriable || REJOINED.has(known.type))) return crash ? "warn" : "info";
     if (typeof fields.retryTime === "number") return "warn";
-    if (message.includes(ROTATION_RETRY)) return "warn";
     return "error";
   }
   return level === logLevel.WARN ? "warn" : "debug";
