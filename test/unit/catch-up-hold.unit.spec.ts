@@ -153,4 +153,38 @@ describe("the catch-up hold, on a fake clock", () => {
     expect(seen.filter(Boolean)).toEqual([]);
     hold.stop();
   });
+
+  it("a commit upstream asks the broker at once while part of what waits is in flight, whatever the local lag", async () => {
+    const names = shortTopicNames();
+    const time = fakeTime();
+    let stalledLag = 200;
+    let asked = 0;
+    const lag = async (): Promise<PartitionLag[]> => {
+      asked += 1;
+      return [
+        { topic: names.source["registry-mutation"], partition: 0, lag: 0, end: 50 },
+        // Partition 0: 200 outcomes written before the start, stuck; partition 1: 1,000/s, 500 in flight.
+        { topic: names.source["outcome-created"], partition: 0, lag: stalledLag, end: 1000 },
+        { topic: names.source["outcome-created"], partition: 1, lag: 500, end: 1000 + time.clock.now() },
+      ];
+    };
+    const hold = createCatchUpHold(lag, names, LIMITS, quiet, { clock: time.clock, sleep: time.sleep });
+    const lifted: Stream[][] = [];
+    hold.onLifted((streams) => lifted.push(streams));
+    // This instance's own lag stays above the threshold: it counts the records in flight too.
+    hold.useLocalLag(() => ({ "registry-mutation": 0, "outcome-created": 700, "escalation-edge": 0 }));
+
+    await hold.start();
+    await time.wakeAt(1000);
+    expect(hold.isHeld("escalation-edge")).toBe(true);
+    expect(asked).toBe(2);
+
+    stalledLag = 0;
+    hold.committed("outcome-created");
+    await flush();
+    await flush();
+    expect(asked).toBe(3);
+    expect(lifted).toEqual([["escalation-edge"]]);
+    hold.stop();
+  });
 });

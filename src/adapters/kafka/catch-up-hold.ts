@@ -83,8 +83,9 @@ export function createCatchUpHold(
 
   async function heldNow(): Promise<Set<Stream>> {
     try {
-      const lags = await lag();
+      // Stamped before the broker is asked: a look never claims an end offset later than it was read.
       const now = clock.now();
+      const lags = await lag();
       const registry = upstream(lags, names.source["registry-mutation"], now);
       const outcomes = upstream(lags, names.source["outcome-created"], now);
       allBehind = [registry, outcomes].every(
