@@ -27,9 +27,9 @@ export interface UpstreamPartition {
 /**
  * Whether the oldest record still waiting on a partition may be more than `seconds` old. Kafka does not
  * say when a record was written without reading it, but the hold looks at every end offset about once
- * a second: when the group's position had already been the end at a look within the window, every
- * record still waiting was written after that look. Otherwise it is older than the window, or was
- * there before the first look (a backlog met at start-up): both count as behind.
+ * a second: when the end offset at a look within the window had already reached the group's position,
+ * every record still waiting was written after that look. Otherwise the oldest is older than the
+ * window, or was there before the first look (a backlog met at start-up): both count as behind.
  */
 export function behind(partition: UpstreamPartition, now: number, seconds: number): boolean {
   if (partition.lag <= 0) return false;
@@ -49,9 +49,9 @@ export function overdueLag(partitions: readonly UpstreamPartition[], now: number
  * path — correct, but several times slower than waiting. `overdue` is, per upstream source topic, the
  * group's lag on its partitions that are behind (overdueLag); above `threshold` records, the
  * dependents pause. Steady traffic, however many records it has in flight, is seconds fresh and
- * flows untouched; a backlog met at start-up holds until it is down to `threshold` records, since
- * nothing waiting in it was written within the window. Retry topics are never held. A threshold of
- * 0 turns this off.
+ * flows untouched; a backlog met at start-up holds until what is left of it is down to `threshold`
+ * records or was written within the window. Retry topics are never held. A threshold of 0 turns this
+ * off.
  */
 export function heldStreams(overdue: Readonly<Record<Stream, number>>, threshold: number): Set<Stream> {
   const held = new Set<Stream>();
