@@ -112,6 +112,7 @@ const envSchema = z.object({
   REBUILD_TX_TIMEOUT_MS: int(600_000, 100, 86_400_000),
   LAG_REFRESH_MS: int(10_000, 500, 600_000),
   CATCH_UP_HOLD_RECORDS: int(100, 0, 1_000_000_000),
+  CATCH_UP_HOLD_SECONDS: int(5, 0, 86_400),
   SHUTDOWN_TIMEOUT_MS: int(25_000, 1000, 600_000),
   RECONCILE_INTERVAL_MS: int(0, 0, 7 * 86_400_000),
   // TLS material for real clusters: PEM files. A CA file trusts that CA (alone); a certificate and its
@@ -213,7 +214,7 @@ const configSchema = envSchema.transform((env) => ({
     backoffMaxMs: env.RETRY_BACKOFF_MAX_MS,
   },
   lagRefreshMs: env.LAG_REFRESH_MS,
-  catchUpHoldRecords: env.CATCH_UP_HOLD_RECORDS,
+  catchUpHold: { records: env.CATCH_UP_HOLD_RECORDS, seconds: env.CATCH_UP_HOLD_SECONDS },
   shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
   reconcileIntervalMs: env.RECONCILE_INTERVAL_MS,
 }));

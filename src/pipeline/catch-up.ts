@@ -1,29 +1,93 @@
 import type { Stream } from "../topics.js";
 
 /**
+ * What makes an upstream backlog worth waiting for: more than `records` records on partitions that
+ * are more than `seconds` behind. Either at 0 turns the hold off.
+ */
+export interface HoldLimits {
+  readonly records: number;
+  readonly seconds: number;
+}
+
+/** One look at a partition: when (ms), and its end offset then. */
+export interface EndSample {
+  readonly at: number;
+  readonly end: number;
+}
+
+/** An upstream partition as the hold sees it: the group's lag on it and the end offsets seen lately. */
+export interface UpstreamPartition {
+  readonly lag: number;
+  /** The next offset the group applies: the end offset of the latest look minus the lag. */
+  readonly position: number;
+  /** The looks of the last `seconds`, oldest first. */
+  readonly ends: readonly EndSample[];
+}
+
+/**
+ * Whether the oldest record still waiting on a partition may be more than `seconds` old. Kafka does not
+ * say when a record was written without reading it, but the hold looks at every end offset about once
+ * a second: when the end offset at a look within the window had already reached the group's position,
+ * every record still waiting was written after that look. Otherwise the oldest is older than the
+ * window, or was there before the first look (a backlog met at start-up): both count as behind.
+ */
+export function behind(partition: UpstreamPartition, now: number, seconds: number): boolean {
+  if (partition.lag <= 0) return false;
+  const since = now - seconds * 1000;
+  return !partition.ends.some((look) => look.at >= since && look.end <= partition.position);
+}
+
+/** The records waiting on the partitions that are behind (see behind). */
+export function overdueLag(partitions: readonly UpstreamPartition[], now: number, seconds: number): number {
+  return partitions.filter((p) => behind(p, now, seconds)).reduce((total, p) => total + p.lag, 0);
+}
+
+/**
  * Which streams to hold back while an upstream stream catches up. Outcomes need their agent's
  * registry snapshot and escalations need their outcomes: consumed side by side from a backlog (a new
  * deployment, a replay, a rebuild), most dependent records would arrive early and take the deferral
- * path — correct, but several times slower than waiting. While the group's lag on an upstream source
- * topic is above `threshold` records, its dependents pause. Steady-state traffic stays below the
- * threshold and flows untouched; retry topics are never held. A threshold of 0 turns this off.
+ * path — correct, but several times slower than waiting. `overdue` is, per upstream source topic, the
+ * group's lag on its partitions that are behind (overdueLag); above `threshold` records, the
+ * dependents pause. Steady traffic, however many records it has in flight, is seconds fresh and
+ * flows untouched; a backlog met at start-up holds until what is left of it is down to `threshold`
+ * records or was written within the window. Retry topics are never held. A threshold of 0 turns this
+ * off.
  */
-export function heldStreams(sourceLag: Readonly<Record<Stream, number>>, threshold: number): Set<Stream> {
+export function heldStreams(overdue: Readonly<Record<Stream, number>>, threshold: number): Set<Stream> {
   const held = new Set<Stream>();
   if (threshold <= 0) return held;
-  if (sourceLag["registry-mutation"] > threshold) {
+  if (overdue["registry-mutation"] > threshold) {
     held.add("outcome-created");
     held.add("escalation-edge");
   }
-  if (sourceLag["outcome-created"] > threshold) held.add("escalation-edge");
+  if (overdue["outcome-created"] > threshold) held.add("escalation-edge");
   return held;
+}
+
+/** The whole decision, from each upstream source topic's partitions (heldStreams over overdueLag). */
+export function holdDecision(
+  upstream: Readonly<Record<"registry-mutation" | "outcome-created", readonly UpstreamPartition[]>>,
+  now: number,
+  limits: HoldLimits,
+): Set<Stream> {
+  if (limits.seconds <= 0) return new Set();
+  return heldStreams(
+    {
+      "registry-mutation": overdueLag(upstream["registry-mutation"], now, limits.seconds),
+      "outcome-created": overdueLag(upstream["outcome-created"], now, limits.seconds),
+      "escalation-edge": 0,
+    },
+    limits.records,
+  );
 }
 
 /**
  * Whether asking the broker for the group's lag could release a held stream. The lags one instance
  * sees on its own partitions (high watermark of its last fetch minus its own commits) are a lower
  * bound on the group's, and holding only grows with lag: if that lower bound already holds every
- * held stream, the group-wide answer would hold them too.
+ * held stream, the group-wide answer would hold them too. The caller asks this only while every
+ * record the group had waiting upstream at the last answer was behind (a backlog): then the local
+ * lag stands for overdue records, at worst a second late.
  */
 export function mightRelease(
   held: ReadonlySet<Stream>,

@@ -187,7 +187,7 @@ describe("transactional source topics", () => {
     const hold = createCatchUpHold(
       () => fetchLag(harness.admin, harness.config.kafka.group, consumedTopics(harness.names)),
       harness.names,
-      1,
+      { records: 1, seconds: 5 },
       createLogger("warn"),
     );
     await hold.start();

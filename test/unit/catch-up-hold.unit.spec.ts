@@ -11,6 +11,7 @@ import type { Stream } from "../../src/topics.js";
 import { shortTopicNames } from "../support/builders.js";
 
 const quiet = { info() {}, warn() {}, error() {}, debug() {} };
+const LIMITS = { records: 100, seconds: 5 };
 
 /** A clock the test moves, and a sleep that returns when the test says so (or rejects when aborted). */
 function fakeTime() {
@@ -43,12 +44,13 @@ describe("the catch-up hold, on a fake clock", () => {
     const lag = async (): Promise<PartitionLag[]> => {
       asked += 1;
       return [
-        { topic: names.source["registry-mutation"], partition: 0, lag: registryLag },
-        { topic: names.source["outcome-created"], partition: 0, lag: 0 },
+        // A backlog written before the start: the end offset does not move while it drains.
+        { topic: names.source["registry-mutation"], partition: 0, lag: registryLag, end: 500 },
+        { topic: names.source["outcome-created"], partition: 0, lag: 0, end: 0 },
       ];
     };
     const time = fakeTime();
-    const hold = createCatchUpHold(lag, names, 100, quiet, { clock: time.clock, sleep: time.sleep });
+    const hold = createCatchUpHold(lag, names, LIMITS, quiet, { clock: time.clock, sleep: time.sleep });
     const lifted: Stream[][] = [];
     hold.onLifted((streams) => lifted.push(streams));
     let localRegistryLag = 500;
@@ -102,7 +104,7 @@ describe("the catch-up hold, on a fake clock", () => {
         throw new Error("broker away");
       },
       names,
-      100,
+      LIMITS,
       quiet,
       time,
     );
@@ -117,11 +119,72 @@ describe("the catch-up hold, on a fake clock", () => {
         return [];
       },
       names,
-      0,
+      { records: 0, seconds: 5 },
       quiet,
       time,
     );
     await off.start();
     expect(asked).toBe(0);
+  });
+
+  it("under steady load, outcomes hundreds of records behind but fresh, escalations flow after the first look", async () => {
+    const names = shortTopicNames();
+    // 3,000 outcomes a second, 600 always in flight: 0.2 s of lag, never under 100 records.
+    const outcomesEnd = (at: number) => 10_000 + Math.floor((at * 3000) / 1000);
+    const time = fakeTime();
+    const lag = async (): Promise<PartitionLag[]> => [
+      { topic: names.source["registry-mutation"], partition: 0, lag: 0, end: 50 },
+      { topic: names.source["outcome-created"], partition: 0, lag: 600, end: outcomesEnd(time.clock.now()) },
+    ];
+    const hold = createCatchUpHold(lag, names, LIMITS, quiet, { clock: time.clock, sleep: time.sleep });
+    const lifted: Stream[][] = [];
+    hold.onLifted((streams) => lifted.push(streams));
+
+    // The first look cannot tell records in flight from a backlog written before the start: held.
+    await hold.start();
+    expect(hold.isHeld("escalation-edge")).toBe(true);
+    // A second on, the position is past what was the end at the first look: those 600 are in flight.
+    const seen: boolean[] = [];
+    for (let at = 250; at <= 20_000; at += time.pauses.at(-1)?.ms ?? IDLE_CHECK_MS) {
+      await time.wakeAt(at);
+      if (at >= 1000) seen.push(hold.isHeld("escalation-edge"));
+    }
+    expect(lifted).toEqual([["escalation-edge"]]);
+    expect(seen.filter(Boolean)).toEqual([]);
+    hold.stop();
+  });
+
+  it("a commit upstream asks the broker at once while part of what waits is in flight, whatever the local lag", async () => {
+    const names = shortTopicNames();
+    const time = fakeTime();
+    let stalledLag = 200;
+    let asked = 0;
+    const lag = async (): Promise<PartitionLag[]> => {
+      asked += 1;
+      return [
+        { topic: names.source["registry-mutation"], partition: 0, lag: 0, end: 50 },
+        // Partition 0: 200 outcomes written before the start, stuck; partition 1: 1,000/s, 500 in flight.
+        { topic: names.source["outcome-created"], partition: 0, lag: stalledLag, end: 1000 },
+        { topic: names.source["outcome-created"], partition: 1, lag: 500, end: 1000 + time.clock.now() },
+      ];
+    };
+    const hold = createCatchUpHold(lag, names, LIMITS, quiet, { clock: time.clock, sleep: time.sleep });
+    const lifted: Stream[][] = [];
+    hold.onLifted((streams) => lifted.push(streams));
+    // This instance's own lag stays above the threshold: it counts the records in flight too.
+    hold.useLocalLag(() => ({ "registry-mutation": 0, "outcome-created": 700, "escalation-edge": 0 }));
+
+    await hold.start();
+    await time.wakeAt(1000);
+    expect(hold.isHeld("escalation-edge")).toBe(true);
+    expect(asked).toBe(2);
+
+    stalledLag = 0;
+    hold.committed("outcome-created");
+    await flush();
+    await flush();
+    expect(asked).toBe(3);
+    expect(lifted).toEqual([["escalation-edge"]]);
+    hold.stop();
   });
 });

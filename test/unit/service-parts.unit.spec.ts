@@ -34,10 +34,10 @@ describe("lag gauges", () => {
       })(),
     );
     const lags: PartitionLag[] = [
-      { topic: "reg", partition: 0, lag: 5 },
-      { topic: "reg", partition: 1, lag: 0 },
-      { topic: "out.retry", partition: 0, lag: 0 },
-      { topic: "esc", partition: 0, lag: 9 },
+      { topic: "reg", partition: 0, lag: 5, end: 100 },
+      { topic: "reg", partition: 1, lag: 0, end: 100 },
+      { topic: "out.retry", partition: 0, lag: 0, end: 100 },
+      { topic: "esc", partition: 0, lag: 9, end: 100 },
     ];
     gauges(lags);
     expect(calls).toEqual(["lag reg/0=5", "lag reg/1=0", "lag out.retry/0=0", "oldest out.retry/0=undefined"]);
@@ -71,8 +71,8 @@ describe("the lag monitor: one poller for the gauges and the catch-up hold", () 
     const monitor = createLagMonitor(admin([]), "g", ["reg", "out"], quiet);
     monitor.onLag((lags) => heard.push(lags.reduce((sum, l) => sum + l.lag, 0)));
     expect(await monitor.poll()).toEqual([
-      { topic: "reg", partition: 0, lag: 8 },
-      { topic: "out", partition: 0, lag: 8 },
+      { topic: "reg", partition: 0, lag: 8, end: 10 },
+      { topic: "out", partition: 0, lag: 8, end: 10 },
     ]);
     expect(heard).toEqual([16]);
   });

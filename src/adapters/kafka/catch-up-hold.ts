@@ -1,6 +1,13 @@
 import { setTimeout as delay } from "node:timers/promises";
 import { errorMessage } from "../../errors.js";
-import { heldStreams, mightRelease } from "../../pipeline/catch-up.js";
+import {
+  type EndSample,
+  type HoldLimits,
+  holdDecision,
+  mightRelease,
+  overdueLag,
+  type UpstreamPartition,
+} from "../../pipeline/catch-up.js";
 import { type Clock, type Logger, systemClock } from "../../ports.js";
 import type { Stream, TopicNames } from "../../topics.js";
 import type { PartitionLag } from "./lag-monitor.js";
@@ -30,7 +37,8 @@ export interface CatchUpHold {
 /**
  * Dependency-aware catch-up (pipeline/catch-up.ts decides from the lag): outcomes wait behind a
  * registry backlog and escalations behind an outcome backlog, judged from the whole group's committed
- * offsets. Checked every second, every quarter second while something is held, and after each commit
+ * offsets and the end offsets seen over the last `limits.seconds` (what tells a backlog from records
+ * in flight). Checked every second, every quarter second while something is held, and after each commit
  * upstream of a held stream, so that the next stage starts as soon as the group's lag allows it.
  * Overlapping requests for a check share one, followed by at most one more. While the instance's own
  * partitions still show enough backlog to keep everything held, those frequent checks are answered
@@ -41,7 +49,7 @@ export interface CatchUpHold {
 export function createCatchUpHold(
   lag: () => Promise<readonly PartitionLag[]>,
   names: TopicNames,
-  threshold: number,
+  limits: HoldLimits,
   logger: Logger,
   timing: { readonly clock?: Clock; readonly sleep?: Sleep } = {},
 ): CatchUpHold {
@@ -54,20 +62,37 @@ export function createCatchUpHold(
   let again = false;
   let localLag: (() => Readonly<Record<Stream, number>>) | undefined;
   let askedAt = Number.NEGATIVE_INFINITY;
+  const ends = new Map<string, EndSample[]>();
+  // Whether everything waiting upstream at the last answer was behind: only then does this
+  // instance's own lag stand for overdue records (see mightRelease).
+  let allBehind = true;
+
+  /** Remembers each partition's end offset now, forgets looks older than the window. */
+  function upstream(lags: readonly PartitionLag[], topic: string, now: number): UpstreamPartition[] {
+    const since = now - limits.seconds * 1000;
+    return lags
+      .filter((entry) => entry.topic === topic)
+      .map((entry) => {
+        const key = `${entry.topic}/${entry.partition}`;
+        const looks = (ends.get(key) ?? []).filter((look) => look.at >= since);
+        looks.push({ at: now, end: entry.end });
+        ends.set(key, looks);
+        return { lag: entry.lag, position: entry.end - entry.lag, ends: looks };
+      });
+  }
 
   async function heldNow(): Promise<Set<Stream>> {
     try {
+      // Stamped before the broker is asked: a look never claims an end offset later than it was read.
+      const now = clock.now();
       const lags = await lag();
-      const sum = (topic: string) =>
-        lags.filter((entry) => entry.topic === topic).reduce((total, entry) => total + entry.lag, 0);
-      return heldStreams(
-        {
-          "registry-mutation": sum(names.source["registry-mutation"]),
-          "outcome-created": sum(names.source["outcome-created"]),
-          "escalation-edge": 0,
-        },
-        threshold,
+      const registry = upstream(lags, names.source["registry-mutation"], now);
+      const outcomes = upstream(lags, names.source["outcome-created"], now);
+      allBehind = [registry, outcomes].every(
+        (partitions) =>
+          overdueLag(partitions, now, limits.seconds) === partitions.reduce((total, p) => total + p.lag, 0),
       );
+      return holdDecision({ "registry-mutation": registry, "outcome-created": outcomes }, now, limits);
     } catch (error) {
       logger.debug({ error: errorMessage(error) }, "catch-up lag check failed; holding nothing");
       return new Set();
@@ -82,8 +107,8 @@ export function createCatchUpHold(
     inFlight = (async () => {
       do {
         again = false;
-        if (held.size > 0 && localLag && clock.now() - askedAt < IDLE_CHECK_MS) {
-          if (!mightRelease(held, localLag(), threshold)) continue;
+        if (held.size > 0 && localLag && allBehind && clock.now() - askedAt < IDLE_CHECK_MS) {
+          if (!mightRelease(held, localLag(), limits.records)) continue;
         }
         askedAt = clock.now();
         const next = await heldNow();
@@ -127,7 +152,7 @@ export function createCatchUpHold(
       localLag = lowerBound;
     },
     async start() {
-      if (threshold <= 0) return;
+      if (limits.records <= 0 || limits.seconds <= 0) return;
       await check();
       void schedule();
     },

@@ -75,11 +75,12 @@ export async function fetchLag(
   admin: Admin,
   groupId: string,
   topics: readonly string[],
-): Promise<{ topic: string; partition: number; lag: number }[]> {
+): Promise<{ topic: string; partition: number; lag: number; end: number }[]> {
   return (await fetchPositions(admin, groupId, topics)).map(({ topic, partition, committed, high, low }) => ({
     topic,
     partition,
     lag: partitionLag(committed, high, low),
+    end: high,
   }));
 }
 

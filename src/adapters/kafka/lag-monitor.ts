@@ -8,6 +8,8 @@ export interface PartitionLag {
   readonly topic: string;
   readonly partition: number;
   readonly lag: number;
+  /** The partition's end offset (last stable offset) the lag was measured from. */
+  readonly end: number;
 }
 
 /**
