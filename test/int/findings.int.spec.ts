@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
 import { readTopicsToEnd } from "../../src/adapters/kafka/read-topic.js";
+import { listFindings } from "../../src/cli/findings.js";
 import { LIST_FINDINGS } from "../../src/cypher/findings.js";
 import type { ProjectorEvent } from "../../src/model/events.js";
 import { type Finding, finding } from "../../src/model/findings.js";
@@ -141,6 +142,17 @@ describe("governance findings, on real servers", () => {
     const counted = await service.metrics.registry.getSingleMetricAsString("agp_findings_total");
     expect(counted).toContain('agp_findings_total{tenant="default",kind="undeclared-escalation"} 2');
     expect(counted).toContain('agp_findings_total{tenant="default",kind="undeclared-escalation-resolved"} 1');
+    // `findings` lists them from the graph: all three, or the one still open.
+    const all = await listFindings(h.graph(), h.config.tenants, false);
+    expect(all.map((row) => row.state).sort()).toEqual(["open", "resolution", "resolved"]);
+    expect(await listFindings(h.graph(), h.config.tenants, true)).toEqual([
+      expect.objectContaining({
+        finding_id: EXPECTED[0]?.finding_id,
+        state: "open",
+        source_agent_id: A,
+        published: true,
+      }),
+    ]);
   });
 
   it("shuffled and redelivered: the same findings by id, none twice with different content", async () => {
