@@ -190,4 +190,45 @@ describe("governance findings, on real servers", () => {
       new Set(EXPECTED.slice(0, 2).map((f) => f.finding_id)),
     );
   });
+
+  it("per tenant on a shared database: the same agent ids in two tenants are two edges, each with its own findings", async () => {
+    harness = await Harness.create("findings-tenants", {
+      TENANTS: "acme,globex",
+      TOPIC_GOVERNANCE_FINDINGS: `findings-${randomUUID().slice(0, 8)}`,
+    });
+    const h = harness;
+    await h.clearGraph();
+    const service = await h.startProjector();
+    const of = (tenant_id: string) => (event: ProjectorEvent) => ({ ...event, tenant_id }) as ProjectorEvent;
+    // globex declares 001→003, acme does not; both observe it.
+    const globex = phaseOne().map(of("globex"));
+    globex[0] = { ...snapshot(A, { escalation_path: [B, C] }), tenant_id: "globex" };
+    await h.publish([...phaseOne().map(of("acme")), ...globex]);
+    await h.waitForCaughtUp();
+    const acme = [finding("acme", "undeclared-escalation", A, C), finding("acme", "undeclared-escalation", B, C)];
+    const globexOwn = [finding("globex", "undeclared-escalation", B, C)];
+    const expected = [...acme, ...globexOwn];
+    const published = await waitForPublished(
+      h,
+      expected.map((f) => f.finding_id),
+    );
+    for (const { key, value } of published) {
+      expect(expected).toContainEqual(value);
+      expect(key).toBe(`${value.tenant_id}/${value.source_agent_id}`);
+    }
+    expect((await graphFindings(h)).map((f) => f.finding_id).sort()).toEqual(expected.map((f) => f.finding_id).sort());
+    expect(
+      (
+        await listFindings(
+          h.graph(),
+          h.config.tenants.filter((route) => route.tenantId === "globex"),
+          true,
+        )
+      ).map((f) => f.finding_id),
+    ).toEqual(globexOwn.map((f) => f.finding_id));
+    const counted = await service.metrics.registry.getSingleMetricAsString("agp_findings_total");
+    expect(counted).toContain('agp_findings_total{tenant="acme",kind="undeclared-escalation"} 2');
+    expect(counted).toContain('agp_findings_total{tenant="globex",kind="undeclared-escalation"} 1');
+    expect(counted).toContain('agp_findings_total{tenant="globex",kind="undeclared-escalation-resolved"} 0');
+  });
 });
