@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { createDriver, createGraphWriter } from "../adapters/neo4j/graph-writer.js";
-import { LIST_FINDINGS } from "../cypher/findings.js";
 import type { TenantRoute } from "../config.js";
+import { LIST_FINDINGS } from "../cypher/findings.js";
 import { type GraphWriter, noopMetrics } from "../ports.js";
 import { action, cliContext } from "./context.js";
 import { printRows } from "./output.js";
