@@ -6,7 +6,10 @@ import {
   type ObservedRow,
   undeclaredEscalations,
 } from "../../src/model/findings.js";
+import { projectEscalations } from "../../src/projection/escalations.js";
 import { findingStatements, recordedFindings } from "../../src/projection/findings.js";
+import { projectRegistry } from "../../src/projection/registry.js";
+import { escalation, snapshot } from "../support/builders.js";
 
 const row = (overrides: Partial<ObservedRow>): ObservedRow => ({
   tenant_id: "default",
@@ -116,5 +119,50 @@ describe("the outbox statements", () => {
         { name: "3.4", records, counters },
       ]),
     ).toEqual([{ tenant: "default", kind: "undeclared-escalation" }]);
+  });
+});
+
+describe("the projections' follow-up", () => {
+  const counters = {
+    nodesCreated: 0,
+    nodesDeleted: 0,
+    relationshipsCreated: 0,
+    relationshipsDeleted: 0,
+    propertiesSet: 0,
+  };
+
+  it("§3.4's rows become findings of the tenant of the event they came from, with one database per tenant too", () => {
+    const plan = projectEscalations([{ i: 0, event: { ...escalation("o-1", "o-2"), tenant_id: "acme" } }]);
+    const observed = [
+      {
+        i: 0,
+        already_counted: false,
+        from_agent: "cl-agt-001",
+        to_agent: "cl-agt-002",
+        observed_count: 1,
+        declared: false,
+      },
+    ];
+    const statements = plan.followUp?.([
+      { name: "escalated-to", records: [], counters },
+      { name: "3.4", records: observed, counters },
+    ]);
+    expect(statements?.flatMap((statement) => statement.params.rows)).toEqual([
+      { ...finding("acme", "undeclared-escalation", "cl-agt-001", "cl-agt-002") },
+    ]);
+  });
+
+  it("§3.2's rows become candidate resolutions of the snapshot's agent", () => {
+    const plan = projectRegistry([
+      { i: 0, event: { ...snapshot("cl-agt-001", { escalation_path: ["cl-agt-002"] }), tenant_id: "acme" } },
+    ]);
+    const results = plan.statements.map((statement) => ({
+      name: statement.name,
+      records: statement.name === "3.2" ? [{ i: 0, declared_observed: ["cl-agt-002"] }] : [{ i: 0 }],
+      counters,
+    }));
+    expect(plan.followUp?.(results).flatMap((statement) => statement.params.rows)).toEqual([
+      { ...finding("acme", "undeclared-escalation-resolved", "cl-agt-001", "cl-agt-002") },
+    ]);
   });
 });
