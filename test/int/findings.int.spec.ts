@@ -173,7 +173,8 @@ describe("governance findings, on real servers", () => {
 
   it("a stop between commit and publish: the finding is in the graph unpublished, and arrives after the restart", async () => {
     const h = await create();
-    // No findings topic yet: the transaction commits the finding, publishing cannot succeed.
+    // No findings topic: the transaction commits the finding, publishing cannot succeed.
+    await h.admin.deleteTopics({ topics: [h.names.findings] });
     await h.startProjector({ CREATE_TOPICS_ON_START: "false" });
     await h.publish(phaseOne());
     await h.waitForCaughtUp();
