@@ -14,7 +14,7 @@ export const READER_GROUP_PREFIX = "agent-graph-projector-reader-";
 
 /**
  * The least a principal running `run` needs on Kafka, and nothing more: the source topics read, the
- * retry topics read and written, the dead-letter topics written, each one's configuration read
+ * retry topics read and written, the dead-letter and findings topics written, each one's configuration read
  * (replication and record size limits), the group joined and committed. Read and Write imply Describe,
  * which the lag and the catch-up hold need (offsets and watermarks). Topic creation at start-up
  * (CREATE_TOPICS_ON_START, the default) adds Create on the retry and dead-letter topics, and
@@ -56,6 +56,13 @@ export function requiredAcls(
         why: "dead-letter a record with its reason",
       }),
     ),
+    {
+      resource: "topic",
+      name: names.findings,
+      pattern: "literal",
+      operations: ["Write", ...(options.createTopics ? (["Create"] as const) : [])],
+      why: "publish governance findings",
+    },
     { resource: "group", name: groupId, pattern: "literal", operations: ["Read"], why: "join, commit, read the lag" },
     ...(options.reconcile
       ? [

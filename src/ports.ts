@@ -1,5 +1,6 @@
 import type { Statement, StatementResult } from "./cypher/statement.js";
 import type { Fate, Rejection } from "./model/fate.js";
+import type { FindingKind } from "./model/findings.js";
 import type { Stream } from "./topics.js";
 
 /** A Kafka record as the core sees it; kafkajs types stay in the Kafka adapter. */
@@ -19,9 +20,15 @@ export interface Decoder {
   decode(stream: Stream, value: Buffer): Promise<Record<string, unknown> | Rejection>;
 }
 
+/**
+ * Statements derived from the results of those before them, run after them in the same transaction
+ * (the findings outbox); their results follow the others'.
+ */
+export type FollowUp = (results: readonly StatementResult[]) => readonly Statement[];
+
 /** Runs statements in one write transaction on a tenant's database, retrying transient failures. */
 export interface GraphWriter {
-  apply(database: string, statements: readonly Statement[]): Promise<StatementResult[]>;
+  apply(database: string, statements: readonly Statement[], followUp?: FollowUp): Promise<StatementResult[]>;
   read(database: string, cypher: string, params?: Record<string, unknown>): Promise<Record<string, unknown>[]>;
   /**
    * Runs statements as `apply` does, then rolls the transaction back: whether Neo4j accepts them,
@@ -149,6 +156,8 @@ export interface Metrics {
   recordApplied(topic: string, timestampMs: number): void;
   /** Freshness of applied records: the graph's commit time minus each event's own time, in seconds. */
   recordFreshness(stream: Stream, seconds: readonly number[]): void;
+  /** A committed transaction recorded a governance finding for the first time. */
+  recordFinding(tenant: string, kind: FindingKind): void;
 }
 
 /** Why a consumed partition is paused: see pipeline/partition-policy.ts. */
@@ -183,6 +192,7 @@ export const noopMetrics: Metrics = {
   recordTransactionRetry() {},
   recordApplied() {},
   recordFreshness() {},
+  recordFinding() {},
 };
 
 export interface Logger {

@@ -36,6 +36,7 @@ export async function startService(
       version: SERVICE_VERSION,
       retryMaxAgeMs: config.retry.maxAgeMs,
       topics: { consumed: consumedTopics(names), deadLetter: Object.values(names.deadLetter) },
+      tenants: config.tenants.map((route) => route.tenantId),
     });
     const databases = new Map(config.tenants.map((route) => [route.tenantId, route.database]));
 

@@ -15,6 +15,8 @@ export interface TopicNames {
   readonly source: Readonly<Record<Stream, string>>;
   readonly retry: Readonly<Record<Stream, string>>;
   readonly deadLetter: Readonly<Record<Stream, string>>;
+  /** Where governance findings are published (adapters/kafka/finding-publisher.ts); ours, like retry and dead-letter. */
+  readonly findings: string;
 }
 
 export function topicNames(topics: Config["topics"]): TopicNames {
@@ -25,7 +27,12 @@ export function topicNames(topics: Config["topics"]): TopicNames {
   };
   const derive = (suffix: string) =>
     Object.fromEntries(STREAMS.map((stream) => [stream, `${source[stream]}${suffix}`])) as Record<Stream, string>;
-  return { source, retry: derive(topics.retrySuffix), deadLetter: derive(topics.dlqSuffix) };
+  return {
+    source,
+    retry: derive(topics.retrySuffix),
+    deadLetter: derive(topics.dlqSuffix),
+    findings: topics.findings,
+  };
 }
 
 export interface TopicRole {

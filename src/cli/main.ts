@@ -1,6 +1,7 @@
 import { Command } from "commander";
 import { SERVICE_VERSION } from "../version.js";
 import { registerDlq } from "./dlq.js";
+import { registerFindings } from "./findings.js";
 import { registerProduce } from "./produce.js";
 import { registerReconcile } from "./reconcile.js";
 import { registerReplay } from "./replay.js";
@@ -18,6 +19,7 @@ const program = new Command()
 registerRun(program);
 registerSetup(program);
 registerReport(program);
+registerFindings(program);
 registerReplay(program);
 registerReconcile(program);
 registerDlq(program);

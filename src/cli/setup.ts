@@ -1,6 +1,12 @@
 import { type Command, Option } from "commander";
 import { requiredAcls } from "../acls.js";
-import { ensureTopics, replicationFor, sourceReplication, topicSpecs } from "../adapters/kafka/admin.js";
+import {
+  ensureTopics,
+  findingsTopicSpec,
+  replicationFor,
+  sourceReplication,
+  topicSpecs,
+} from "../adapters/kafka/admin.js";
 import { createKafka } from "../adapters/kafka/client.js";
 import { raiseHandOffLimits } from "../adapters/kafka/topic-limits.js";
 import { createDriver } from "../adapters/neo4j/graph-writer.js";
@@ -40,7 +46,7 @@ export function registerSetup(program: Command): void {
 
   program
     .command("topics")
-    .description("create the source, retry and dead-letter topics with their configs (idempotent)")
+    .description("create the source, retry, dead-letter and findings topics with their configs (idempotent)")
     .option("--partitions <n>", "partitions per topic (default TOPIC_PARTITIONS)")
     .option(
       "--replication-factor <n>",
@@ -70,7 +76,7 @@ export function registerSetup(program: Command): void {
             ),
           );
           const sources = await sourceReplication(admin, names, STREAMS);
-          const specs = topicSpecs(names, layout, sources);
+          const specs = [...topicSpecs(names, layout, sources), findingsTopicSpec(names, layout)];
           for (const topic of await ensureTopics(
             admin,
             specs.filter((spec) => !isSource(spec.topic)),

@@ -10,6 +10,9 @@ import { keyIndex, scopedKey } from "./tenant.js";
  * coalesced to [] so a null list revokes every declaration instead of evaluating to null. Entries that
  * do not follow the agent-id convention (human terminals) are filtered out, never merged as agents.
  * Never touches observed_count beyond initialising it on a new edge.
+ * `declared_observed` names the targets this row declared that were undeclared and already observed:
+ * what resolves an undeclared-escalation finding (model/findings.ts). The subquery aggregates, so it
+ * yields its one row even for an empty path and the reconciliation below still runs.
  *
  * Tenant scoping: on a database several tenants share, each `${scopedKey(…)}` opens a node key with
  * tenant_id (cypher/tenant.ts); with one tenant per database the statement is the spec's text, plus the index hints (keyIndex).
@@ -26,7 +29,9 @@ CALL (a, escalation_path) {
   MERGE (t:Agent {${scopedKey(scoped, "a.tenant_id")}agent_id: target_agent_id})
   MERGE (a)-[r:CAN_ESCALATE_TO]->(t)
     ON CREATE SET r.observed_count = 0
+  WITH t, r, coalesce(r.declared, false) AS was_declared
   SET r.declared = true
+  RETURN collect(CASE WHEN NOT was_declared AND r.observed_count > 0 THEN t.agent_id END) AS declared_observed
 }
 
 // Reconciliation: a target removed from escalation_path revokes its declaration. The spec writes the
@@ -37,7 +42,7 @@ CALL (a, escalation_path) {
   WHERE stale.declared = true AND NOT t.agent_id IN escalation_path
   SET stale.declared = false
 }
-RETURN row.i AS i
+RETURN row.i AS i, declared_observed
 `;
 
 export const ESCALATION_DECLARED = escalationDeclared(false);

@@ -34,6 +34,10 @@ RETURN row.i AS i, from IS NOT NULL AND to IS NOT NULL AS produced, from = to AS
  * created, which makes them depend on arrival order. Here recorded_at keeps the pair's earliest
  * observation and last_observed_at the latest observation between the two agents — the same values
  * in-order delivery gives, whatever order records actually arrive in.
+ *
+ * Besides `already_counted`, each row returns the edge it counted on, its observed_count after the
+ * statement's increments so far and its `declared` flag: what governance findings are derived from
+ * (model/findings.ts), read by the write itself rather than by a query of its own.
  */
 export const escalationObserved = (scoped: boolean): string => `
 UNWIND $rows AS row
@@ -53,7 +57,8 @@ MERGE (source)-[obs:OBSERVED]->(target)
                 obs.recorded_at  = first_seen
 SET r.last_observed_at = CASE WHEN r.last_observed_at IS NULL OR r.last_observed_at < last_seen THEN last_seen ELSE r.last_observed_at END,
     obs.recorded_at    = CASE WHEN first_seen < obs.recorded_at THEN first_seen ELSE obs.recorded_at END
-RETURN row.i AS i, already_counted
+RETURN row.i AS i, already_counted, from.agent_id AS from_agent, to.agent_id AS to_agent,
+       r.observed_count AS observed_count, r.declared AS declared
 `;
 
 export const ESCALATED_TO = escalatedTo(false);

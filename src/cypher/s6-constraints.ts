@@ -2,7 +2,9 @@
  * §6 Constraints: uniqueness constraints (the one constraint type Community Edition offers), each
  * backing an index. Created idempotently before any write; Outcome.outcome_id is included because every
  * write here MATCHes or MERGEs outcomes by it; RegistryFence.agent_id backs the fence a tombstone
- * leaves for an agent never projected (s3_1-registry-projection.ts), which §3.1 reads per row.
+ * leaves for an agent never projected (s3_1-registry-projection.ts), which §3.1 reads per row;
+ * Finding.finding_id keeps the findings outbox (cypher/findings.ts) to one node per finding when two
+ * transactions MERGE the same one.
  */
 export const CONSTRAINTS: readonly string[] = [
   "CREATE CONSTRAINT agent_agent_id IF NOT EXISTS FOR (a:Agent) REQUIRE a.agent_id IS UNIQUE",
@@ -10,6 +12,7 @@ export const CONSTRAINTS: readonly string[] = [
   "CREATE CONSTRAINT tool_tool_id IF NOT EXISTS FOR (t:Tool) REQUIRE t.tool_id IS UNIQUE",
   "CREATE CONSTRAINT outcome_outcome_id IF NOT EXISTS FOR (o:Outcome) REQUIRE o.outcome_id IS UNIQUE",
   "CREATE CONSTRAINT registry_fence_agent_id IF NOT EXISTS FOR (f:RegistryFence) REQUIRE f.agent_id IS UNIQUE",
+  "CREATE CONSTRAINT finding_finding_id IF NOT EXISTS FOR (f:Finding) REQUIRE f.finding_id IS UNIQUE",
 ];
 
 export const CONSTRAINT_NAMES: readonly string[] = [
@@ -18,6 +21,7 @@ export const CONSTRAINT_NAMES: readonly string[] = [
   "tool_tool_id",
   "outcome_outcome_id",
   "registry_fence_agent_id",
+  "finding_finding_id",
 ];
 
 /**
@@ -31,6 +35,7 @@ export const TENANT_CONSTRAINTS: readonly string[] = [
   "CREATE CONSTRAINT tool_tenant_tool_id IF NOT EXISTS FOR (t:Tool) REQUIRE (t.tenant_id, t.tool_id) IS UNIQUE",
   "CREATE CONSTRAINT outcome_tenant_outcome_id IF NOT EXISTS FOR (o:Outcome) REQUIRE (o.tenant_id, o.outcome_id) IS UNIQUE",
   "CREATE CONSTRAINT registry_fence_tenant_agent_id IF NOT EXISTS FOR (f:RegistryFence) REQUIRE (f.tenant_id, f.agent_id) IS UNIQUE",
+  "CREATE CONSTRAINT finding_tenant_finding_id IF NOT EXISTS FOR (f:Finding) REQUIRE (f.tenant_id, f.finding_id) IS UNIQUE",
 ];
 
 export const TENANT_CONSTRAINT_NAMES: readonly string[] = [
@@ -39,6 +44,7 @@ export const TENANT_CONSTRAINT_NAMES: readonly string[] = [
   "tool_tenant_tool_id",
   "outcome_tenant_outcome_id",
   "registry_fence_tenant_agent_id",
+  "finding_tenant_finding_id",
 ];
 
 /**

@@ -7,7 +7,8 @@ export type StatementName =
   | "3.4"
   | "outcome"
   | "escalated-to"
-  | "rebuild-wipe";
+  | "rebuild-wipe"
+  | "findings";
 
 /** One Cypher statement applying a whole batch: `UNWIND $rows AS row`, every value a parameter. */
 export interface Statement {

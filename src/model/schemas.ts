@@ -12,3 +12,8 @@ export function readerSchemaText(stream: Stream): string {
 export function readerSchema(stream: Stream): Record<string, unknown> {
   return JSON.parse(readerSchemaText(stream)) as Record<string, unknown>;
 }
+
+/** The schema of the findings topic, which is ours: registered by the service under `<topic>-value`. */
+export function findingSchema(): Record<string, unknown> {
+  return JSON.parse(readFileSync(`${schemaDir}governance-finding.avsc`, "utf8")) as Record<string, unknown>;
+}

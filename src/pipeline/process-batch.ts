@@ -16,6 +16,7 @@ import {
   type UpstreamMark,
   type UpstreamProgress,
 } from "../ports.js";
+import { recordedFindings } from "../projection/findings.js";
 import type { Indexed } from "../projection/plan.js";
 import { HEADER, headerString, type Stream } from "../topics.js";
 import { backoffMs, decideDeferral, decodeMark, nextDeferral, type RetryPolicy } from "./retry.js";
@@ -40,6 +41,8 @@ export interface BatchDeps {
    * dead-lettered (retry.ts). Without it, a record is dead-lettered as soon as its window ends.
    */
   readonly upstream?: UpstreamProgress;
+  /** Told when a committed batch recorded findings, so they are published (adapters/kafka/finding-publisher.ts). */
+  readonly findings?: { recorded(): void };
   /** Waits between the attempts at a batch that failed with an unrecognised error; injectable for tests. */
   readonly sleep?: Sleep;
 }
@@ -282,8 +285,11 @@ async function applyEvents<S extends Stream>(
   const rules: StreamRules<EventOf<S>> = STREAM_RULES[stream];
   const plan = rules.project(events, target.scoped);
   if (plan.statements.length === 0) return;
-  const results: StatementResult[] = await deps.graph.apply(target.database, plan.statements);
+  const results: StatementResult[] = await deps.graph.apply(target.database, plan.statements, plan.followUp);
   for (const result of results) deps.metrics.recordStatement(result);
+  const findings = recordedFindings(results);
+  for (const { tenant, kind } of findings) deps.metrics.recordFinding(tenant, kind);
+  if (findings.length > 0) deps.findings?.recorded();
   for (const [i, fate] of plan.fates(results)) fates.set(i, fate);
 }
 

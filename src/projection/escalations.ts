@@ -2,6 +2,8 @@ import { escalatedTo, escalationObserved } from "../cypher/s3_4-escalation-obser
 import type { Statement, StatementResult } from "../cypher/statement.js";
 import type { EscalationEdge } from "../model/events.js";
 import { applied, deferred, type Fate, unchanged } from "../model/fate.js";
+import { undeclaredEscalations } from "../model/findings.js";
+import { findingStatements } from "./findings.js";
 import { copyFateToDuplicates, type Indexed, type Plan } from "./plan.js";
 
 interface PairRow {
@@ -20,6 +22,7 @@ interface PairRow {
  */
 export function projectEscalations(events: readonly Indexed<EscalationEdge>[], scoped = false): Plan {
   const pairs = new Map<string, PairRow>();
+  const tenantOf = new Map<number, string>();
   const duplicates = new Map<number, number[]>();
   for (const { i, event } of events) {
     const key = JSON.stringify([event.tenant_id, event.source_outcome_id, event.target_outcome_id]);
@@ -30,6 +33,7 @@ export function projectEscalations(events: readonly Indexed<EscalationEdge>[], s
       duplicates.set(row.i, [...(duplicates.get(row.i) ?? []), i]);
       continue;
     }
+    tenantOf.set(i, event.tenant_id);
     pairs.set(key, {
       i,
       ...(scoped ? { tenant_id: event.tenant_id } : {}),
@@ -57,6 +61,18 @@ export function projectEscalations(events: readonly Indexed<EscalationEdge>[], s
         ];
   return {
     statements,
+    // §3.4's rows say which edges gained their first observation here while undeclared.
+    followUp(results: readonly StatementResult[]) {
+      const rows = (results[1]?.records ?? []).map((record) => ({
+        tenant_id: tenantOf.get(Number(record.i)) as string,
+        already_counted: record.already_counted === true,
+        from_agent: String(record.from_agent),
+        to_agent: String(record.to_agent),
+        observed_count: Number(record.observed_count),
+        declared: record.declared === true,
+      }));
+      return findingStatements(undeclaredEscalations(rows), scoped);
+    },
     fates(results: readonly StatementResult[]) {
       const outcomes = new Map<number, { produced: boolean; sameAgent: boolean }>();
       for (const record of results[0]?.records ?? []) {

@@ -1,5 +1,6 @@
 import type { Statement, StatementResult } from "../cypher/statement.js";
 import type { Fate } from "../model/fate.js";
+import type { FollowUp } from "../ports.js";
 
 /** An event with its position in the batch, so fates can be handed back in batch order. */
 export interface Indexed<E> {
@@ -15,6 +16,8 @@ export interface Indexed<E> {
  */
 export interface Plan {
   readonly statements: readonly Statement[];
+  /** Statements derived from the others' results in the same transaction: the findings they caused. */
+  readonly followUp?: FollowUp;
   fates(results: readonly StatementResult[]): ReadonlyMap<number, Fate>;
 }
 

@@ -3,6 +3,8 @@ import { escalationDeclared } from "../cypher/s3_2-escalation-declared.js";
 import type { Statement, StatementResult } from "../cypher/statement.js";
 import type { RegistryEvent, RegistrySnapshot } from "../model/events.js";
 import { applied, type Fate, stale, unchanged } from "../model/fate.js";
+import { escalationResolutions } from "../model/findings.js";
+import { findingStatements } from "./findings.js";
 import { type Indexed, type Plan, returnedIndexes } from "./plan.js";
 
 /**
@@ -117,6 +119,22 @@ export function projectRegistry(events: readonly Indexed<RegistryEvent>[], scope
   }
   return {
     statements,
+    // §3.2's rows name the observed edges each declared: those may resolve undeclared-escalation findings.
+    followUp(results: readonly StatementResult[]) {
+      const rows = statements.flatMap((statement, position) => {
+        if (statement.name !== "3.2") return [];
+        const rowOf = new Map(statement.params.rows.map((row) => [Number(row.i), row]));
+        return (results[position]?.records ?? []).map((record) => {
+          const row = rowOf.get(Number(record.i));
+          return {
+            tenant_id: String(row?.tenant_id),
+            agent_id: String(row?.agent_id),
+            declared_observed: (record.declared_observed as string[] | undefined) ?? [],
+          };
+        });
+      });
+      return findingStatements(escalationResolutions(rows), scoped);
+    },
     fates(results: readonly StatementResult[]) {
       const fates = new Map<number, Fate>();
       statements.forEach((statement, position) => {

@@ -48,7 +48,7 @@ export async function reconcileRegistry(options: {
       drifted.map((event, i) => ({ i, event })),
       options.scoped === true,
     );
-    await options.graph.apply(options.database, plan.statements);
+    await options.graph.apply(options.database, plan.statements, plan.followUp);
     repaired = drifted.length;
   }
   return { agents: registry.size, drift, unreadable, repaired };

@@ -2,10 +2,14 @@ import type { Producer } from "kafkajs";
 import { type CatchUpHold, createCatchUpHold } from "../adapters/kafka/catch-up-hold.js";
 import { createProducer } from "../adapters/kafka/client.js";
 import { createProjectorConsumer, type ProjectorConsumer } from "../adapters/kafka/consumer.js";
+import { createFindingPublisher, type FindingPublisher } from "../adapters/kafka/finding-publisher.js";
 import { createLagMonitor, type LagMonitor } from "../adapters/kafka/lag-monitor.js";
 import { createRecordSink } from "../adapters/kafka/record-sink.js";
 import { createUpstreamProgress } from "../adapters/kafka/upstream-progress.js";
 import type { PrometheusMetrics } from "../adapters/metrics/prometheus.js";
+import { createSchemaRegistry, registerSubject } from "../adapters/registry/schema-registry.js";
+import { sharedDatabases } from "../config.js";
+import { findingSchema } from "../model/schemas.js";
 import { validationRules } from "../model/validate.js";
 import { type BatchDeps, processBatch } from "../pipeline/process-batch.js";
 import type { Decoder, GraphWriter } from "../ports.js";
@@ -20,6 +24,8 @@ export interface BuiltConsumer {
   readonly hold: CatchUpHold;
   readonly lag: LagMonitor;
   readonly batchDeps: BatchDeps;
+  /** Publishes the findings outbox after commits; serving sweeps it once at start. */
+  readonly findings: FindingPublisher;
   /** Rejects with the first error the consumer cannot go on after. */
   readonly fatal: Promise<never>;
 }
@@ -52,6 +58,23 @@ export async function buildConsumer(
     logger,
   });
 
+  // The findings topic is ours, so is its subject: registered whatever REGISTER_SCHEMAS says.
+  const subject = `${names.findings}-value`;
+  const schemaId = await ctx.step(`schema registry at ${config.registry.url} (subject ${subject})`, () =>
+    registerSubject(config.registry, subject, findingSchema(), "the governance-finding schema"),
+  );
+  const shared = sharedDatabases(config.tenants);
+  const findings = createFindingPublisher({
+    graph: parts.graph,
+    outboxes: [...new Set(parts.databases.values())].map((database) => ({ database, scoped: shared.has(database) })),
+    producer,
+    registry: createSchemaRegistry(config.registry),
+    schemaId,
+    topic: names.findings,
+    logger,
+  });
+  ctx.opened(() => findings.stop());
+
   let failWith: (error: unknown) => void = () => {};
   const fatal = new Promise<never>((_, reject) => {
     failWith = reject;
@@ -70,6 +93,7 @@ export async function buildConsumer(
     defaultTenant: config.tenants[0]?.tenantId ?? "default",
     retry: config.retry,
     upstream: createUpstreamProgress(admin, config.kafka.group, names),
+    findings,
   };
   // One poller of the group's lag: the catch-up hold asks it when it must decide, the gauges hear every answer.
   const lag = createLagMonitor(admin, config.kafka.group, consumedTopics(names), logger, clock);
@@ -100,5 +124,5 @@ export async function buildConsumer(
   );
   hold.onLifted((streams) => consumer.releaseHeld(streams));
   hold.useLocalLag(() => consumer.lagSeen());
-  return { producer, consumer, hold, lag, batchDeps, fatal };
+  return { producer, consumer, hold, lag, batchDeps, findings, fatal };
 }

@@ -92,6 +92,8 @@ export async function serve(
   health.start(READY_CHECK_MS);
   ctx.opened(async () => health.stop());
 
+  // What an earlier run committed and did not get to publish (a crash between the two) goes out now.
+  built.findings.recorded();
   await ctx.step(brokers, () => hold.start());
   ctx.opened(() => consumer.stop());
   await ctx.step(`${brokers} (joining group ${config.kafka.group})`, () => consumer.start());
@@ -145,6 +147,7 @@ function running(
       logger.info({ reason }, "stopping: no new fetches, committing what was applied, leaving the group");
       await Promise.all(stopSchedules.map((stopSchedule) => stopSchedule()));
       await consumer.stop().catch((error) => logger.warn({ error: errorMessage(error) }, "consumer stop failed"));
+      await built.findings.stop();
       await producer.disconnect().catch(() => {});
       await admin.disconnect().catch(() => {});
       await driver.close().catch(() => {});

@@ -1,6 +1,7 @@
 import type { Admin } from "kafkajs";
 import {
   ensureTopics,
+  findingsTopicSpec,
   requireOwnTopics,
   sourceReplication,
   topicConfigNumbers,
@@ -11,8 +12,9 @@ import { ownTopicNames, roleOfTopic, STREAMS, type TopicNames } from "../topics.
 import type { StartupContext } from "./context.js";
 
 /**
- * The topics phase, for the retry and dead-letter topics: created where missing (CREATE_TOPICS_ON_START), or else
- * required to exist. Returns the largest record batch each of them accepts, for the record sink.
+ * The topics phase, for the retry, dead-letter and findings topics: created where missing
+ * (CREATE_TOPICS_ON_START), or else the retry and dead-letter topics required to exist (a missing findings
+ * topic only holds findings back in the graph, where the publisher tries again).
  * `brokers` names Kafka in the line a failure ends start-up with.
  */
 export async function prepareOwnTopics(
@@ -37,6 +39,14 @@ export async function prepareOwnTopics(
     ).filter((spec) => roleOfTopic(names, spec.topic)?.role !== "source");
     const created = await ctx.step(brokers, () => ensureTopics(admin, ownTopics));
     if (created.length > 0) logger.info({ topics: created }, "created retry and dead-letter topics");
+    const registry = replication["registry-mutation"];
+    const findingsLayout = {
+      partitions: config.topics.partitions,
+      replicationFactor: registry?.replicationFactor ?? config.topics.replicationFactor ?? 1,
+      ...(registry ? { minInsyncReplicas: registry.minInsyncReplicas } : {}),
+    };
+    const findings = await ctx.step(brokers, () => ensureTopics(admin, [findingsTopicSpec(names, findingsLayout)]));
+    if (findings.length > 0) logger.info({ topics: findings }, "created the findings topic");
   } else {
     await ctx.step(brokers, () => requireOwnTopics(admin, names, ctx.confirmWithinMs()));
   }

@@ -3,7 +3,7 @@ import { SchemaRegistry } from "@kafkajs/confluent-schema-registry";
 import { type Admin, Kafka, logLevel } from "kafkajs";
 import neo4j, { type Driver } from "neo4j-driver";
 import { inject } from "vitest";
-import { ensureTopics, replicationFor, topicSpecs } from "../../src/adapters/kafka/admin.js";
+import { ensureTopics, findingsTopicSpec, replicationFor, topicSpecs } from "../../src/adapters/kafka/admin.js";
 import { createProducer, sendBatchAtLeastOnce } from "../../src/adapters/kafka/client.js";
 import { publishEvents, streamOf, toMessage } from "../../src/adapters/kafka/event-publisher.js";
 import { fetchLag } from "../../src/adapters/kafka/group-admin.js";
@@ -34,6 +34,7 @@ export function testEnv(prefix: string, extra: Record<string, string> = {}): Rec
     TOPIC_REGISTRY_MUTATION: `${id}.registry-mutation`,
     TOPIC_OUTCOME_CREATED: `${id}.outcome-created`,
     TOPIC_ESCALATION_EDGE: `${id}.escalation-edge`,
+    TOPIC_GOVERNANCE_FINDINGS: `${id}.governance-findings`,
     TOPIC_PARTITIONS: "3",
     METRICS_PORT: "0",
     METRICS_HOST: "127.0.0.1",
@@ -96,13 +97,14 @@ export class Harness {
     const harness = new Harness(testEnv(prefix, extra));
     await harness.admin.connect();
     await harness.producer.connect();
+    const layout = {
+      partitions: harness.config.topics.partitions,
+      ...(await replicationFor(harness.admin, harness.config.topics.replicationFactor)),
+    };
     await ensureTopics(
       harness.admin,
       // The cluster's default replication (one copy on the local single broker, three on a cluster).
-      topicSpecs(harness.names, {
-        partitions: harness.config.topics.partitions,
-        ...(await replicationFor(harness.admin, harness.config.topics.replicationFactor)),
-      }),
+      [...topicSpecs(harness.names, layout), findingsTopicSpec(harness.names, layout)],
     );
     if (options.registerSchemas !== false)
       harness.schemaIds = await registerSchemas(harness.config.registry, harness.names.source);

@@ -159,3 +159,54 @@ describe("the graph writer's bounds", () => {
     }
   });
 });
+
+describe("the graph writer's follow-up statements", () => {
+  it("run after the others in the same transaction, derived from that attempt's results, again on a retry", async () => {
+    const ran: string[][] = [];
+    let transactions = 0;
+    const session = () => ({
+      beginTransaction: async () => {
+        const n = ++transactions;
+        const mine: string[] = [];
+        ran.push(mine);
+        let open = true;
+        return {
+          run: async (cypher: string) => {
+            mine.push(cypher);
+            if (n === 1 && cypher === "FOLLOW-UP") throw coded("Neo.TransientError.Transaction.DeadlockDetected");
+            return {
+              records: [{ toObject: () => ({ attempt: n }) }],
+              summary: { counters: { updates: () => counters } },
+            };
+          },
+          commit: async () => {
+            open = false;
+          },
+          rollback: async () => {
+            open = false;
+          },
+          isOpen: () => open,
+        };
+      },
+      close: async () => {},
+    });
+    const graph = createGraphWriter(
+      { session } as unknown as Driver,
+      noopMetrics,
+      60_000,
+      Number.POSITIVE_INFINITY,
+      timing(),
+    );
+    const seen: unknown[] = [];
+    const results = await graph.apply("neo4j", statements, (earlier) => {
+      seen.push(earlier.map((result) => result.records[0]?.attempt));
+      return [{ name: "findings", cypher: "FOLLOW-UP", params: { rows: [] } }];
+    });
+    expect(ran).toEqual([
+      [statements[0]?.cypher, "FOLLOW-UP"],
+      [statements[0]?.cypher, "FOLLOW-UP"],
+    ]);
+    expect(seen).toEqual([[1], [2]]);
+    expect(results.map((result) => result.name)).toEqual(["outcome", "findings"]);
+  });
+});

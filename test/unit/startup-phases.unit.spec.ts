@@ -205,7 +205,8 @@ describe("the topics phase", () => {
     const broker = fakeBroker(sources(2_000_000));
     const { ctx, lines } = scopeFor({});
     const limits = await prepareOwnTopics(ctx, broker.admin, names, "Kafka at b1:9092");
-    expect(broker.created.sort()).toEqual([...ownTopicNames(names)].sort());
+    expect(broker.created.sort()).toEqual([...ownTopicNames(names), names.findings].sort());
+    expect(broker.state.get(names.findings)?.replicationFactor).toBe(3);
     for (const topic of ownTopicNames(names)) {
       expect(broker.state.get(topic)?.replicationFactor).toBe(3);
       expect(broker.state.get(topic)?.overrides.get("min.insync.replicas")).toBe("2");
@@ -221,7 +222,8 @@ describe("the topics phase", () => {
         { replicationFactor: 3, overrides: { "retention.ms": "604800000", "max.message.bytes": "1048588" } },
       ]),
     );
-    const broker = fakeBroker({ ...sources(2_000_000), ...own });
+    const findings = { [names.findings]: { replicationFactor: 3, overrides: {} } };
+    const broker = fakeBroker({ ...sources(2_000_000), ...own, ...findings });
     const { ctx } = scopeFor({});
     const limits = await prepareOwnTopics(ctx, broker.admin, names, "Kafka at b1:9092");
     expect(broker.created).toEqual([]);
@@ -235,7 +237,8 @@ describe("the topics phase", () => {
     const own = Object.fromEntries(
       ownTopicNames(names).map((name) => [name, { overrides: { "max.message.bytes": "1048588" } }]),
     );
-    const broker = fakeBroker({ ...sources(2_000_000), ...own });
+    const findings = { [names.findings]: { replicationFactor: 3, overrides: {} } };
+    const broker = fakeBroker({ ...sources(2_000_000), ...own, ...findings });
     const { ctx } = scopeFor({ CREATE_TOPICS_ON_START: "false" });
     const limits = await prepareOwnTopics(ctx, broker.admin, names, "Kafka at b1:9092");
     expect(broker.created).toEqual([]);

@@ -213,6 +213,25 @@ export async function requireSourceTopics(
  * The same check for the retry and dead-letter topics when the service may not create them
  * (CREATE_TOPICS_ON_START=false): `agent-graph-projector topics`, run with the right to, does.
  */
+/**
+ * The findings topic: as replicated as the layout's topics, kept four weeks (a finding also stays in
+ * the graph, where `findings` lists it). Partitioned by `tenant/agent`, so one agent's findings keep
+ * their order.
+ */
+export function findingsTopicSpec(names: TopicNames, layout: TopicLayout): ITopicConfig {
+  const minIsr = Math.min(layout.minInsyncReplicas ?? 2, layout.replicationFactor);
+  return {
+    topic: names.findings,
+    numPartitions: layout.partitions,
+    replicationFactor: layout.replicationFactor,
+    configEntries: [
+      { name: "cleanup.policy", value: "delete" },
+      { name: "retention.ms", value: String(28 * DAY_MS) },
+      { name: "min.insync.replicas", value: String(minIsr) },
+    ],
+  };
+}
+
 export async function requireOwnTopics(
   admin: Admin,
   names: TopicNames,

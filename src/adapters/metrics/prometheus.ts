@@ -1,6 +1,7 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { StatementResult } from "../../cypher/statement.js";
 import { DEFER_REASONS, type Fate, fateReason, REJECT_REASONS } from "../../model/fate.js";
+import { FINDING_KINDS } from "../../model/findings.js";
 import { ageSeconds } from "../../pipeline/unapplied-age.js";
 import type { ConsumerMetrics, Metrics, PauseReason } from "../../ports.js";
 import { STREAMS, type Stream } from "../../topics.js";
@@ -46,6 +47,8 @@ export function createPrometheusMetrics(
     retryMaxAgeMs?: number;
     /** Topics whose counters start at 0 (consumed: source and retry topics). */
     topics?: { consumed: readonly string[]; deadLetter: readonly string[] };
+    /** Served tenants, whose findings counters start at 0. */
+    tenants?: readonly string[];
   } = { version: "unknown" },
   now: () => number = Date.now,
 ): PrometheusMetrics {
@@ -198,6 +201,12 @@ export function createPrometheusMetrics(
     labelNames: ["topic"],
     registers: [registry],
   });
+  const findings = new Counter({
+    name: p("findings_total"),
+    help: "Governance findings recorded in the graph for the first time (published to the findings topic after), by tenant and kind.",
+    labelNames: ["tenant", "kind"],
+    registers: [registry],
+  });
   const lastCommit = new Gauge({
     name: p("last_commit_timestamp_seconds"),
     help: "Wall-clock time of the last offset commit per owned partition (the time it was assigned, before the first).",
@@ -208,6 +217,7 @@ export function createPrometheusMetrics(
   // its first increment reads as no increase, and the first burst after a start would go unseen.
   for (const topic of build.topics?.deadLetter ?? []) dlqPublished.inc({ topic }, 0);
   for (const topic of build.topics?.consumed ?? []) consumed.inc({ topic }, 0);
+  for (const tenant of build.tenants ?? []) for (const kind of FINDING_KINDS) findings.inc({ tenant, kind }, 0);
   for (const stream of STREAMS) {
     for (const result of ["applied", "unchanged", "stale"]) records.inc({ stream, result, reason: "" }, 0);
     for (const reason of DEFER_REASONS) records.inc({ stream, result: "deferred", reason }, 0);
@@ -245,6 +255,7 @@ export function createPrometheusMetrics(
       const child = freshness.labels({ stream });
       for (const value of seconds) child.observe(value);
     },
+    recordFinding: (tenant, kind) => findings.inc({ tenant, kind }),
     recordConsumed: (topic, _partition, count) => consumed.inc({ topic }, count),
     recordRebalance: () => rebalances.inc(),
     setLag: (topic, partition, value) => lag.set({ topic, partition: String(partition) }, value),

@@ -10,7 +10,15 @@ import type { Config } from "../../config.js";
 import type { Statement, StatementResult } from "../../cypher/statement.js";
 import { classify, isPasswordRefusal, TransientError } from "../../errors.js";
 import { backoffMs } from "../../pipeline/retry.js";
-import { type Clock, type GraphWriter, type Metrics, type Sleep, systemClock, systemSleep } from "../../ports.js";
+import {
+  type Clock,
+  type FollowUp,
+  type GraphWriter,
+  type Metrics,
+  type Sleep,
+  systemClock,
+  systemSleep,
+} from "../../ports.js";
 import { currentPem, currentSecret, RotationGrace } from "../credentials.js";
 import { toPlain } from "./values.js";
 
@@ -185,13 +193,14 @@ export function createGraphWriter(
     database: string,
     statements: readonly Statement[],
     commit = true,
+    followUp?: FollowUp,
   ): Promise<StatementResult[]> {
     const session = driver.session({ database, defaultAccessMode: neo4j.session.WRITE });
     return bounded(session, async () => {
       const tx = await session.beginTransaction({ timeout: txTimeoutMs });
       try {
         const results: StatementResult[] = [];
-        for (const statement of statements) {
+        const run = async (statement: Statement) => {
           const result = await tx.run(statement.cypher, statement.params);
           const counters = result.summary.counters.updates();
           results.push({
@@ -205,7 +214,10 @@ export function createGraphWriter(
               propertiesSet: counters.propertiesSet,
             },
           });
-        }
+        };
+        for (const statement of statements) await run(statement);
+        // Derived from this attempt's own results: a retried attempt derives it again.
+        if (followUp) for (const statement of followUp([...results])) await run(statement);
         if (commit) await tx.commit();
         else await tx.rollback();
         return results;
@@ -263,11 +275,11 @@ export function createGraphWriter(
   }
 
   return {
-    apply: (database: string, statements: readonly Statement[]) =>
+    apply: (database: string, statements: readonly Statement[], followUp?: FollowUp) =>
       retrying(
         // Each attempt takes a write slot of its own (one waiting out its backoff holds none); the
         // wait for a slot is not part of the attempt's duration.
-        (timed) => writeSlot(() => timed(() => applyOnce(database, statements))),
+        (timed) => writeSlot(() => timed(() => applyOnce(database, statements, true, followUp))),
         () => metrics.recordTransactionRetry(),
       ),
 

@@ -320,7 +320,6 @@ export async function registerSchemas(
   const ids = {} as Record<Stream, number>;
   for (const stream of STREAMS) {
     const subject = `${topics[stream]}-value`;
-    const path = `/subjects/${encodeURIComponent(subject)}/versions`;
     if (options.compatibility) {
       const set = await registryRequest(config, "PUT", `/config/${encodeURIComponent(subject)}`, {
         compatibility: options.compatibility,
@@ -331,14 +330,25 @@ export async function registerSchemas(
         );
       }
     }
-    const answer = await registryRequest(config, "POST", path, { schema: JSON.stringify(readerSchema(stream)) });
-    if (answer.status !== 200 || typeof answer.body.id !== "number") {
-      const level = await compatibilityOf(config, subject).catch(() => "unknown");
-      throw new FatalError(
-        `registering our ${stream} schema under subject ${subject} (compatibility ${level}) was refused: HTTP ${answer.status} ${String(answer.body.message ?? "")}`.trim(),
-      );
-    }
-    ids[stream] = answer.body.id;
+    ids[stream] = await registerSubject(config, subject, readerSchema(stream), `our ${stream} schema`);
   }
   return ids;
+}
+
+/** Registers `schema` under `subject` (the registry answers an already registered one with its id). */
+export async function registerSubject(
+  config: Config["registry"],
+  subject: string,
+  schema: object,
+  what: string,
+): Promise<number> {
+  const path = `/subjects/${encodeURIComponent(subject)}/versions`;
+  const answer = await registryRequest(config, "POST", path, { schema: JSON.stringify(schema) });
+  if (answer.status !== 200 || typeof answer.body.id !== "number") {
+    const level = await compatibilityOf(config, subject).catch(() => "unknown");
+    throw new FatalError(
+      `registering ${what} under subject ${subject} (compatibility ${level}) was refused: HTTP ${answer.status} ${String(answer.body.message ?? "")}`.trim(),
+    );
+  }
+  return answer.body.id;
 }

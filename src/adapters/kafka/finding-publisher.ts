@@ -1,0 +1,133 @@
+import type { SchemaRegistry } from "@kafkajs/confluent-schema-registry";
+import type { Producer } from "kafkajs";
+import { markPublished, UNPUBLISHED_FINDINGS } from "../../cypher/findings.js";
+import { boundedText, errorMessage } from "../../errors.js";
+import { backoffMs } from "../../pipeline/retry.js";
+import { type GraphWriter, type Logger, type Sleep, systemSleep } from "../../ports.js";
+import { sendBatchAtLeastOnce } from "./client.js";
+
+/** Findings read and published per round trip. */
+const PAGE = 500;
+const FIRST_WAIT_MS = 500;
+const MAX_WAIT_MS = 30_000;
+const STOP_WAIT_MS = 5_000;
+
+export interface FindingPublisher {
+  /** A committed transaction recorded findings (or start-up sweeps): publish what is unpublished. */
+  recorded(): void;
+  /** Resolves when nothing is being published (tests, shutdown). */
+  idle(): Promise<void>;
+  /**
+   * No new rounds; waits a few seconds for the one in flight, not for its backoff. Unpublished
+   * findings stay in the graph for the next start's sweep.
+   */
+  stop(): Promise<void>;
+}
+
+export interface FindingOutbox {
+  readonly database: string;
+  /** Several tenants share the database (cypher/tenant.ts). */
+  readonly scoped: boolean;
+}
+
+/**
+ * The publishing half of the findings outbox (cypher/findings.ts): reads the unpublished findings of
+ * each database, sends them to the findings topic with acks from every in-sync replica, then marks
+ * them published. A crash between send and mark sends them again on the next round or start: the
+ * topic gets each finding at least once, always with the same content, which follows from its id.
+ * Several instances may send the same finding; a consumer deduplicates by `finding_id`.
+ * One round at a time; a request during a round runs another after it. A failed round is tried again
+ * with a growing wait, since a finding must not stay behind because Kafka was away for a while.
+ */
+export function createFindingPublisher(deps: {
+  readonly graph: GraphWriter;
+  readonly outboxes: readonly FindingOutbox[];
+  readonly producer: Producer;
+  readonly registry: SchemaRegistry;
+  readonly schemaId: number;
+  readonly topic: string;
+  readonly logger: Logger;
+  readonly sleep?: Sleep;
+}): FindingPublisher {
+  const sleep = deps.sleep ?? systemSleep;
+  let running: Promise<void> | undefined;
+  let again = false;
+  let stopped = false;
+
+  async function publishPage({ database, scoped }: FindingOutbox): Promise<number> {
+    const rows = await deps.graph.read(database, UNPUBLISHED_FINDINGS, { limit: PAGE });
+    if (rows.length === 0) return 0;
+    const messages = await Promise.all(
+      rows.map(async (row) => ({
+        key: `${String(row.tenant_id)}/${String(row.source_agent_id)}`,
+        value: await deps.registry.encode(deps.schemaId, {
+          finding_id: String(row.finding_id),
+          tenant_id: String(row.tenant_id),
+          kind: String(row.kind),
+          source_agent_id: String(row.source_agent_id),
+          target_agent_id: String(row.target_agent_id),
+          resolves: row.resolves === null || row.resolves === undefined ? null : String(row.resolves),
+        }),
+      })),
+    );
+    await sendBatchAtLeastOnce(deps.producer, { topicMessages: [{ topic: deps.topic, messages }] });
+    const marked = rows.map((row) => ({ tenant_id: row.tenant_id, finding_id: row.finding_id }));
+    await deps.graph.apply(database, [{ name: "findings", cypher: markPublished(scoped), params: { rows: marked } }]);
+    return rows.length;
+  }
+
+  async function round(): Promise<void> {
+    for (let attempt = 1; !stopped; attempt++) {
+      try {
+        for (const outbox of deps.outboxes) {
+          let published = 0;
+          for (let page = PAGE; page === PAGE && !stopped; ) {
+            page = await publishPage(outbox);
+            published += page;
+          }
+          if (published > 0) deps.logger.info({ database: outbox.database, published }, "findings published");
+        }
+        return;
+      } catch (error) {
+        const waitMs = backoffMs(attempt, FIRST_WAIT_MS, MAX_WAIT_MS);
+        deps.logger.warn(
+          { attempt, waitMs, error: boundedText(errorMessage(error)) },
+          "publishing findings failed; they stay in the graph and are tried again",
+        );
+        await sleep(waitMs);
+      }
+    }
+  }
+
+  function recorded(): void {
+    if (stopped) return;
+    if (running) {
+      again = true;
+      return;
+    }
+    running = round().finally(() => {
+      running = undefined;
+      if (again) {
+        again = false;
+        recorded();
+      }
+    });
+  }
+
+  return {
+    recorded,
+    async idle() {
+      while (running) await running;
+    },
+    async stop() {
+      stopped = true;
+      if (!running) return;
+      let timer: NodeJS.Timeout | undefined;
+      const bound = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, STOP_WAIT_MS);
+        timer.unref();
+      });
+      await Promise.race([running, bound]).finally(() => clearTimeout(timer));
+    },
+  };
+}

@@ -1,0 +1,70 @@
+import { keyIndex, scopedKey } from "./tenant.js";
+
+/**
+ * The findings outbox: one :Finding node per governance finding (model/findings.ts), written in the
+ * transaction whose §3.2/§3.4 write caused it and published to the findings topic after it commits.
+ * A Finding is no Agent, Workflow, Tool or Outcome, so no §4 query, dump or rebuild wipe touches it.
+ *
+ * MERGE on the id, with everything else set only ON CREATE: a redelivered or replayed record, another
+ * instance or a retried transaction never writes a second finding nor changes one. `published` is the
+ * one property written later (markPublished). `existed` says whether the node was there already, so
+ * only new findings are counted. Every Finding carries tenant_id; its key is composite with it on a
+ * database several tenants share, as every key is there (cypher/tenant.ts).
+ */
+const mergeFinding = (scoped: boolean) => `
+WITH row, EXISTS { MATCH (:Finding {${scopedKey(scoped, "row.tenant_id")}finding_id: row.finding_id}) } AS existed
+MERGE (f:Finding {${scopedKey(scoped, "row.tenant_id")}finding_id: row.finding_id})
+  ON CREATE SET f.tenant_id       = row.tenant_id,
+                f.kind            = row.kind,
+                f.source_agent_id = row.source_agent_id,
+                f.target_agent_id = row.target_agent_id,
+                f.resolves        = row.resolves,
+                f.detected_at     = datetime(),
+                f.published       = false
+RETURN row.finding_id AS finding_id, row.tenant_id AS tenant_id, row.kind AS kind, existed
+`;
+
+/** Findings that stand on their own (an undeclared escalation). */
+export const recordFindings = (scoped: boolean): string => `
+UNWIND $rows AS row
+${mergeFinding(scoped)}`;
+
+/** Resolutions: written only where the finding they resolve was recorded. */
+export const recordResolutions = (scoped: boolean): string => `
+UNWIND $rows AS row
+MATCH (:Finding {${scopedKey(scoped, "row.tenant_id")}finding_id: row.resolves})
+${mergeFinding(scoped)}`;
+
+/** Findings not yet published, oldest first, a page at a time. */
+export const UNPUBLISHED_FINDINGS = `
+MATCH (f:Finding)
+WHERE f.published = false
+RETURN f.finding_id AS finding_id, f.tenant_id AS tenant_id, f.kind AS kind,
+       f.source_agent_id AS source_agent_id, f.target_agent_id AS target_agent_id, f.resolves AS resolves,
+       f.detected_at.epochMillis AS detected_at
+ORDER BY f.detected_at, f.finding_id
+LIMIT toInteger($limit)
+`;
+
+/** Marks published findings; a finding another instance published meanwhile is marked again, harmlessly. */
+export const markPublished = (scoped: boolean): string => `
+UNWIND $rows AS row
+MATCH (f:Finding {${scopedKey(scoped, "row.tenant_id")}finding_id: row.finding_id})
+${keyIndex(scoped, "f", "Finding", "finding_id")}
+SET f.published = true
+`;
+
+/**
+ * Every finding, or one tenant's (`$tenant` null for all), with whether a resolution answers it;
+ * `$open` keeps the unresolved undeclared escalations only.
+ */
+export const LIST_FINDINGS = `
+MATCH (f:Finding)
+WHERE ($tenant IS NULL OR f.tenant_id = $tenant)
+WITH f, EXISTS { MATCH (r:Finding {tenant_id: f.tenant_id, resolves: f.finding_id}) } AS resolved
+WHERE NOT $open OR (f.resolves IS NULL AND NOT resolved)
+RETURN f.finding_id AS finding_id, f.tenant_id AS tenant_id, f.kind AS kind,
+       f.source_agent_id AS source_agent_id, f.target_agent_id AS target_agent_id, f.resolves AS resolves,
+       f.detected_at.epochMillis AS detected_at, f.published AS published, resolved
+ORDER BY f.detected_at, f.finding_id
+`;
