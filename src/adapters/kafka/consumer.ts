@@ -1,7 +1,7 @@
 import type { Consumer, Kafka } from "kafkajs";
 import { errorMessage, FatalError } from "../../errors.js";
 import { createPartitionPositions } from "../../pipeline/partition-positions.js";
-import type { Clock, ConsumerMetrics, Logger, SourceRecord } from "../../ports.js";
+import { type Clock, type ConsumerMetrics, type Logger, type SourceRecord, withTimeout } from "../../ports.js";
 import { consumedTopics, roleOfTopic, type Stream, type TopicNames } from "../../topics.js";
 import { createBatchApplier } from "./each-batch.js";
 import { createPartitionPauses } from "./partition-pauses.js";
@@ -71,6 +71,9 @@ export interface ConsumerDeps {
  * by each-batch.ts, partitions paused by partition-pauses.ts, and the instance's own view of its
  * source partitions kept by pipeline/partition-positions.ts.
  */
+/** How long a stop waits to leave the group cleanly; below SHUTDOWN_TIMEOUT_MS's default of 25 s. */
+const LEAVE_BOUND_MS = 15_000;
+
 export function createProjectorConsumer(
   kafka: Kafka,
   names: TopicNames,
@@ -212,7 +215,15 @@ export function createProjectorConsumer(
     },
     async stop() {
       pauses.stop();
-      await consumer.disconnect();
+      // Leaving waits for a batch in flight to commit, but also for a join in progress, which a
+      // member that died without leaving holds up to its session timeout: past the bound the process
+      // goes without a clean leave (the broker drops this member after its own session timeout;
+      // anything applied and not committed is redelivered), rather than outlive SHUTDOWN_TIMEOUT_MS.
+      await withTimeout(
+        consumer.disconnect(),
+        LEAVE_BOUND_MS,
+        () => new Error(`leaving the group took over ${LEAVE_BOUND_MS} ms`),
+      ).catch((error) => deps.logger.warn({ error: errorMessage(error) }, "left without a clean leave"));
       joined = false;
     },
     isJoined: () => joined,
