@@ -7,11 +7,13 @@ import type { Config } from "../../config.js";
 import { classify, errorMessage, FatalError, isTlsTrustFailure, TransientError } from "../../errors.js";
 import { Rejection } from "../../model/fate.js";
 import { readerSchema } from "../../model/schemas.js";
-import type { Decoder } from "../../ports.js";
+import { type Decoder, systemSleep } from "../../ports.js";
 import { STREAMS, type Stream } from "../../topics.js";
 import { currentPem, currentSecret } from "../credentials.js";
 
 const MAGIC_BYTE = 0;
+/** How often a registration answered 409 is asked again (see registerSubject). */
+const REGISTER_CONFLICT_RETRIES = 3;
 const HEADER_BYTES = 5;
 
 /**
@@ -335,7 +337,12 @@ export async function registerSchemas(
   return ids;
 }
 
-/** Registers `schema` under `subject` (the registry answers an already registered one with its id). */
+/**
+ * Registers `schema` under `subject` (the registry answers an already registered one with its id).
+ * Instances starting together race to create a new subject, and the registry can answer the loser
+ * 409 ("already exists", Apicurio) although the schema is the same: a 409 is asked again a few times,
+ * and only one that stays is a refusal (an incompatible schema stays 409).
+ */
 export async function registerSubject(
   config: Config["registry"],
   subject: string,
@@ -343,7 +350,11 @@ export async function registerSubject(
   what: string,
 ): Promise<number> {
   const path = `/subjects/${encodeURIComponent(subject)}/versions`;
-  const answer = await registryRequest(config, "POST", path, { schema: JSON.stringify(schema) });
+  let answer = await registryRequest(config, "POST", path, { schema: JSON.stringify(schema) });
+  for (let attempt = 1; answer.status === 409 && attempt <= REGISTER_CONFLICT_RETRIES; attempt++) {
+    await systemSleep(100 * attempt);
+    answer = await registryRequest(config, "POST", path, { schema: JSON.stringify(schema) });
+  }
   if (answer.status !== 200 || typeof answer.body.id !== "number") {
     const level = await compatibilityOf(config, subject).catch(() => "unknown");
     throw new FatalError(
