@@ -116,7 +116,7 @@ export interface GraphWriterTiming {
 }
 
 /** How long one batch may keep retrying transient failures before the caller's pause takes over. */
-const RETRY_BUDGET_MS = 15_000;
+export const RETRY_BUDGET_MS = 15_000;
 /**
  * How much longer than NEO4J_TX_TIMEOUT_MS an attempt may go without an answer before the client gives
  * up on its connection. Neo4j ends a transaction past that timeout itself (its monitor looks every 2 s)
