@@ -106,6 +106,7 @@ export function registerReplay(program: Command): void {
             tenants: config.tenants,
             shared: sharedDatabases(config.tenants),
             rules: validationRules(config.tenants, config.limits),
+            progress: ({ step, ...detail }) => logger.info(detail, `rebuild: ${step}`),
           }).catch((error: unknown) => {
             if (error instanceof RebuildFailedError) printRebuild(error.report, options.json === true);
             throw error;

@@ -25,6 +25,12 @@ export type RebuildResult = {
   readonly rejected: number;
 };
 
+/** The steps of a rebuild, in order; `writing` once per tenant. */
+export type RebuildStep =
+  | { readonly step: "reading"; readonly topic: string }
+  | { readonly step: "read"; readonly records: number; readonly unreadable: number }
+  | { readonly step: "writing"; readonly tenant: string; readonly database: string; readonly records: number };
+
 /** A registry record the rebuild left out and dead-lettered, and why. */
 export type NotApplied = {
   readonly source: string;
@@ -86,13 +92,18 @@ export async function rebuildRegistry(options: {
   tenants: readonly TenantRoute[];
   shared: ReadonlySet<string>;
   rules: ValidationRules;
+  /** Told as each step starts, so a long rebuild says what it is doing. */
+  progress?: (step: RebuildStep) => void;
 }): Promise<RebuildReport> {
   const { graph, sink } = options;
+  const progress = options.progress ?? (() => {});
   await options.admin.assertNoActiveMembers(options.groupId);
   const gaps = await options.admin.historyGaps([options.topic], { earliest: true });
   if (gaps.length > 0) throw new HistoryGoneError(gaps, "rebuild");
 
+  progress({ step: "reading", topic: options.topic });
   const read = await readRegistryTopic(options.reader, options.topic, options.decoder, options.rules);
+  progress({ step: "read", records: read.events.length + read.rejected.length, unreadable: read.rejected.length });
   const deadLetters: NotApplied[] = [];
   const unreadable = read.rejected.map(({ record, rejection }) =>
     deadLetter(record, rejection.reason, boundedText(rejection.message)),
@@ -120,6 +131,7 @@ export async function rebuildRegistry(options: {
     });
     const build = (events: readonly Indexed<RegistryEvent>[]) => rebuildStatements(route.tenantId, scoped, events);
     const result = results[n] as RebuildResult;
+    progress({ step: "writing", tenant: route.tenantId, database: route.database, records: mine.length });
     try {
       let refused: Refused[] = [];
       try {

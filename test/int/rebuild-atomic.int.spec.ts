@@ -28,7 +28,10 @@ describe("rebuild is all or nothing", () => {
   const late = snapshot("late-agt-001", { tools: [tool("late-tool")], escalation_path: ["human operator"] });
 
   const children = new Set<ChildProcess>();
-  /** The CLI as a child process; one still running after `limitMs` is killed, so a hang fails the test. */
+  /**
+   * The CLI as a child process; one still running after `limitMs` is killed, so a hang fails the test.
+   * `logged(pattern)` resolves as soon as its stderr (its log) matches, on the data event itself.
+   */
   const cli = (args: string[], env: Record<string, string> = {}, limitMs = 90_000) => {
     const child = spawn(process.execPath, ["bin/agent-graph-projector.js", ...args], {
       env: { ...process.env, ...harness.env, ...env },
@@ -38,17 +41,34 @@ describe("rebuild is all or nothing", () => {
     const timer = setTimeout(() => child.kill("SIGKILL"), limitMs);
     let stdout = "";
     let stderr = "";
+    const waiting = new Set<() => void>();
     child.stdout?.on("data", (chunk) => (stdout += chunk));
-    child.stderr?.on("data", (chunk) => (stderr += chunk));
+    child.stderr?.on("data", (chunk) => {
+      stderr += chunk;
+      for (const check of waiting) check();
+    });
     const done = new Promise<{ code: number | null; signal: string | null; stdout: string; stderr: string }>(
       (resolve) =>
         child.on("close", (code, signal) => {
           clearTimeout(timer);
           children.delete(child);
+          for (const check of waiting) check();
           resolve({ code, signal, stdout, stderr });
         }),
     );
-    return { child, done };
+    const logged = (pattern: RegExp) =>
+      new Promise<void>((resolve, reject) => {
+        const check = () => {
+          if (pattern.test(stderr)) resolve();
+          else if (child.exitCode !== null || child.signalCode !== null)
+            reject(new Error(`the rebuild ended without logging ${pattern}: ${stderr}`));
+          else return;
+          waiting.delete(check);
+        };
+        waiting.add(check);
+        check();
+      });
+    return { child, done, logged };
   };
 
   /** Transactions other than the one asking, with their status. */
@@ -120,41 +140,38 @@ describe("rebuild is all or nothing", () => {
     await harness?.close();
   });
 
-  /** The throwaway groups topic readers use; a killed reader leaves its group behind, so only new ones count. */
-  const readerGroups = async () =>
-    (await harness.admin.listGroups()).groups
-      .map((g) => g.groupId)
-      .filter((id) => id.startsWith("agent-graph-projector-reader-"));
-  /** Armed before the CLI starts: then waits for a reader group that did not exist before. */
-  const newReader = async () => {
-    const before = new Set(await readerGroups());
-    return () => until("the reader", async () => (await readerGroups()).some((id) => !before.has(id)));
-  };
-
-  const killPoints: { name: string; arm: () => Promise<() => Promise<void>> }[] = [
-    { name: "while it starts", arm: async () => async () => void (await sleep(300)) },
-    {
-      name: "while it reads the registry topic",
-      arm: newReader,
-    },
+  // Each kill point is told the running rebuild and resolves when it is there. The rebuild logs each
+  // step as it starts (at info); the kill follows that line within milliseconds, while reading a topic
+  // takes a consumer group's join at least. (Watching for the reader's consumer group instead missed
+  // it on a fast machine: the group can come and go between two polls of the group list.)
+  type Running = ReturnType<typeof cli>;
+  const killPoints: { name: string; at: (rebuild: Running) => Promise<void> }[] = [
+    { name: "while it starts", at: async () => void (await sleep(300)) },
+    { name: "while it reads the registry topic", at: (rebuild) => rebuild.logged(/"msg":"rebuild: reading"/) },
     {
       name: "inside its write transaction, after the wipe",
-      arm: async () => () =>
-        until("a blocked transaction", async () => (await transactions()).some((s) => s.startsWith("Blocked"))),
+      at: async (rebuild) => {
+        await rebuild.logged(/"msg":"rebuild: writing"/);
+        await until("a blocked transaction", async () => (await transactions()).some((s) => s.startsWith("Blocked")));
+      },
     },
   ];
 
   it.each(killPoints)(
     "SIGKILL $name leaves exactly the graph before",
-    async ({ arm }) => {
+    async ({ name, at }) => {
       const lock = await holdLateAgentKey();
       try {
-        const when = await arm();
-        const { child, done } = cli(["rebuild", "--yes"]);
-        await when();
-        child.kill("SIGKILL");
-        const result = await done;
+        const rebuild = cli(["rebuild", "--yes"], { LOG_LEVEL: "info" });
+        try {
+          await at(rebuild);
+        } finally {
+          // Killed whatever happened: a rebuild left running would commit once the lock is released.
+          rebuild.child.kill("SIGKILL");
+        }
+        const result = await rebuild.done;
         expect(result.signal, result.stderr).toBe("SIGKILL");
+        if (name.startsWith("while it reads")) expect(result.stderr).not.toMatch(/"msg":"rebuild: read"/);
       } finally {
         await release(lock);
       }

@@ -104,6 +104,7 @@ const rebuild = (
     tenants: routes,
     shared: new Set(),
     rules,
+    progress: (step) => log.push(`progress ${JSON.stringify(step)}`),
   });
 
 describe("rebuild: all or nothing per tenant", () => {
@@ -119,11 +120,41 @@ describe("rebuild: all or nothing per tenant", () => {
         1,
       ),
     );
-    expect(log).toEqual(["dead-letter 1000 not-avro", "apply db-a a-agt-001,a-agt-002"]);
+    expect(log.filter((line) => !line.startsWith("progress"))).toEqual([
+      "dead-letter 1000 not-avro",
+      "apply db-a a-agt-001,a-agt-002",
+    ]);
     expect(report.tenants).toEqual([
       { tenant: "a", database: "db-a", status: "rebuilt", records: 2, agents: 2, rejected: 0 },
     ]);
     expect(report.deadLettered).toMatchObject([{ source: "registry:0:1000", reason: "not-avro" }]);
+  });
+
+  it("says what it is doing as each step starts", async () => {
+    const log: string[] = [];
+    await rebuild(
+      log,
+      records(
+        [
+          ["a", "a-agt-001"],
+          ["b", "b-agt-001"],
+        ],
+        1,
+      ),
+      [
+        { tenantId: "a", database: "db-a" },
+        { tenantId: "b", database: "db-b" },
+      ],
+    );
+    expect(log).toEqual([
+      `progress {"step":"reading","topic":"${topic}"}`,
+      'progress {"step":"read","records":3,"unreadable":1}',
+      "dead-letter 1000 not-avro",
+      'progress {"step":"writing","tenant":"a","database":"db-a","records":1}',
+      "apply db-a a-agt-001",
+      'progress {"step":"writing","tenant":"b","database":"db-b","records":1}',
+      "apply db-b b-agt-001",
+    ]);
   });
 
   it("the wipe opens the transaction that applies the records", async () => {
@@ -201,6 +232,9 @@ describe("rebuild: all or nothing per tenant", () => {
       ["c", "not attempted"],
     ]);
     // A failure that is not the data's is not narrowed down: nothing is tried or dead-lettered.
-    expect(log).toEqual(["apply db-a a-agt-001", "apply down b-agt-001"]);
+    expect(log.filter((line) => !line.startsWith("progress"))).toEqual([
+      "apply db-a a-agt-001",
+      "apply down b-agt-001",
+    ]);
   });
 });
