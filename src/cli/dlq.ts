@@ -44,9 +44,9 @@ export function registerDlq(program: Command): void {
         const kafka = createKafka(config.kafka, logger);
         const producer = createProducer(kafka);
         await producer.connect();
-        let count: number;
+        let result: Awaited<ReturnType<typeof redriveDeadLetters>>;
         try {
-          count = await redriveDeadLetters(
+          result = await redriveDeadLetters(
             createTopicReader(kafka),
             createRecordPublisher(producer),
             topicNames(config.topics),
@@ -59,7 +59,11 @@ export function registerDlq(program: Command): void {
         } finally {
           await producer.disconnect();
         }
-        process.stdout.write(`re-drove ${count} record(s) through their retry topics\n`);
+        process.stdout.write(`re-drove ${result.redriven} record(s) through their retry topics\n`);
+        if (result.notRedriven.length > 0) {
+          printRows(result.notRedriven, { title: "chosen records not re-driven (left on the dead-letter topic)" });
+          process.exitCode = 1;
+        }
       }),
     );
 }

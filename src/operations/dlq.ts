@@ -85,21 +85,43 @@ export async function listDeadLetters(
   return rows;
 }
 
+/** A chosen record `dlq redrive` did not publish, and why. */
+export type NotRedriven = DeadLetterRow & { readonly why: string };
+
+/**
+ * Why a dead-lettered record cannot be re-driven as it is, or undefined when it can. A record whose
+ * value was too large for the dead-letter topic was kept without it (`agp-value-omitted`): published
+ * again, its null value would read as a tombstone on the registry stream (deregistering the agent
+ * when its headers carry a registry version) and as an unreadable record elsewhere. Only its source
+ * still has it.
+ */
+export function notRedrivable(record: SourceRecord): string | undefined {
+  const omitted = headerString(record.headers, HEADER.valueOmitted);
+  if (omitted === undefined) return undefined;
+  return `its value (${omitted} bytes) was too large to keep on the dead-letter topic; publish it again from its source ${describeDeadLetter(record).source}`;
+}
+
 /**
  * Publishes the chosen dead-lettered records again, one at a time in the order read, to their
- * stream's retry topic with their original key, value and headers. Returns how many it re-drove.
+ * stream's retry topic with their original key, value and headers. A chosen record that cannot be
+ * re-driven (notRedrivable) is left where it is and returned with the reason.
  */
 export async function redriveDeadLetters(
   reader: TopicReader,
   publisher: RecordPublisher,
   names: TopicNames,
   selection: RedriveSelection,
-): Promise<number> {
+): Promise<{ redriven: number; notRedriven: NotRedriven[] }> {
   const chosen: SourceRecord[] = [];
+  const notRedriven: NotRedriven[] = [];
   await reader.readToEnd(
     STREAMS.map((s) => names.deadLetter[s]),
     (record) => {
-      if (isSelected(describeDeadLetter(record), selection)) chosen.push(record);
+      const row = describeDeadLetter(record);
+      if (!isSelected(row, selection)) return;
+      const why = notRedrivable(record);
+      if (why === undefined) chosen.push(record);
+      else notRedriven.push({ ...row, why });
     },
   );
   for (const record of chosen) {
@@ -109,5 +131,5 @@ export async function redriveDeadLetters(
       headers: redriveHeaders(record),
     });
   }
-  return chosen.length;
+  return { redriven: chosen.length, notRedriven };
 }

@@ -250,7 +250,7 @@ describe("dlq: list and re-drive over the record reader", () => {
 
   it("re-drives to the stream's retry topic with the source headers and without the verdict", async () => {
     const sent: { topic: string; key: string | null; headers: Record<string, string | undefined> }[] = [];
-    const count = await redriveDeadLetters(
+    const { redriven, notRedriven } = await redriveDeadLetters(
       readerOf([dead("5", "out", "invalid-field"), dead("6", "out.retry", "not-avro")]),
       {
         async publish(topic, r) {
@@ -264,7 +264,7 @@ describe("dlq: list and re-drive over the record reader", () => {
       names,
       { reason: "not-avro" },
     );
-    expect(count).toBe(1);
+    expect([redriven, notRedriven]).toEqual([1, []]);
     expect(sent).toEqual([
       {
         topic: "out.retry",
@@ -281,5 +281,29 @@ describe("dlq: list and re-drive over the record reader", () => {
     expect(() => redriveStream(dead("8", "elsewhere", "x"), names)).toThrow(
       /names no known source topic \(elsewhere\)/,
     );
+  });
+
+  it("leaves a record kept without its value where it is, and says why: published again it would read as a tombstone", async () => {
+    const omitted = dead("9", "reg", "record-too-large");
+    const headers = {
+      ...omitted.headers,
+      [HEADER.valueOmitted]: Buffer.from("1048600"),
+      registry_version: Buffer.from("3"),
+    };
+    const sent: string[] = [];
+    const result = await redriveDeadLetters(
+      readerOf([{ ...omitted, value: null, headers }, dead("10", "out", "record-too-large")]),
+      { publish: async (_topic, r) => void sent.push(r.key?.toString() ?? "") },
+      names,
+      { all: true },
+    );
+    expect(sent).toEqual(["o-10"]);
+    expect(result.redriven).toBe(1);
+    expect(result.notRedriven).toEqual([
+      expect.objectContaining({
+        dlq: "out.dlq:0:9",
+        why: "its value (1048600 bytes) was too large to keep on the dead-letter topic; publish it again from its source reg:1:42",
+      }),
+    ]);
   });
 });
