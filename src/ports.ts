@@ -64,7 +64,16 @@ export type SinkItem =
  * acknowledged every item (acks from all in-sync replicas): the caller commits source offsets after it.
  */
 export interface RecordSink {
-  send(items: readonly SinkItem[]): Promise<void>;
+  /** Resolves once every item is durable on its topic; says which deferred ones went elsewhere. */
+  send(items: readonly SinkItem[]): Promise<SinkReport>;
+}
+
+export interface SinkReport {
+  /**
+   * Deferred records whose copy the retry topic would not take: dead-lettered as `record-too-large`
+   * instead, with this message (the message the dead letter carries).
+   */
+  readonly tooLarge: ReadonlyMap<SourceRecord, string>;
 }
 
 /** Offsets per `topic/partition` of the topics a stream waits on (pipeline/retry.ts). */

@@ -99,10 +99,8 @@ export async function processBatch<S extends Stream>(
   }
   const committedAt = deps.clock.now();
 
-  // Counted per distinct fate, not per record: a batch has thousands of records and few outcomes.
-  const fateCounts = new Map<string, { fate: Fate; count: number }>();
   const sinkItems: SinkItem[] = [];
-  const summary: Record<Fate["kind"], number> = { applied: 0, unchanged: 0, stale: 0, deferred: 0, "dead-lettered": 0 };
+  const finalFates: Fate[] = [];
   let endsNow: UpstreamMark | undefined;
   for (const [i, record] of records.entries()) {
     let fate = fates.get(i) ?? deadLettered("invalid-field", "no statement produced a result for this record");
@@ -141,8 +139,20 @@ export async function processBatch<S extends Stream>(
         });
       }
     }
-    if (fate.kind === "dead-lettered") {
-      sinkItems.push({ kind: "dead-letter", record, stream, fate });
+    if (fate.kind === "dead-lettered") sinkItems.push({ kind: "dead-letter", record, stream, fate });
+    finalFates.push(fate);
+  }
+  const handedOn = sinkItems.length > 0 ? await deps.sink.send(sinkItems) : undefined;
+
+  // Counted once the batch's outcome is durable (a failed hand-off retries the batch, which would
+  // count it again), and as it ended: a deferred record the retry topic would not take is dead-lettered.
+  const fateCounts = new Map<string, { fate: Fate; count: number }>();
+  const summary: Record<Fate["kind"], number> = { applied: 0, unchanged: 0, stale: 0, deferred: 0, "dead-lettered": 0 };
+  for (const [i, record] of records.entries()) {
+    let fate = finalFates[i] as Fate;
+    const tooLarge = handedOn?.tooLarge.get(record);
+    if (tooLarge !== undefined) fate = deadLettered("record-too-large", tooLarge);
+    if (fate.kind === "dead-lettered")
       deps.logger.warn(
         {
           topic: record.topic,
@@ -153,7 +163,6 @@ export async function processBatch<S extends Stream>(
         },
         "record dead-lettered",
       );
-    }
     summary[fate.kind] += 1;
     const fateKey = `${fate.kind}:${fateReason(fate)}`;
     const counted = fateCounts.get(fateKey);
@@ -162,7 +171,6 @@ export async function processBatch<S extends Stream>(
   }
   for (const { fate, count } of fateCounts.values())
     deps.metrics.recordFate(stream, STREAM_RULES[stream].patterns, fate, count);
-  if (sinkItems.length > 0) await deps.sink.send(sinkItems);
 
   const last = records.at(-1);
   if (last && summary.applied + summary.unchanged + summary.stale > 0)

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Statement, StatementResult } from "../../src/cypher/statement.js";
 import { NO_WRITES } from "../../src/cypher/statement.js";
-import { Rejection } from "../../src/model/fate.js";
+import { type Fate, fateReason, Rejection } from "../../src/model/fate.js";
 import { type BatchDeps, processBatch, UNKNOWN_ERROR_ATTEMPTS } from "../../src/pipeline/process-batch.js";
 import { noopMetrics, type SinkItem, type SourceRecord } from "../../src/ports.js";
 import { HEADER } from "../../src/topics.js";
@@ -33,7 +33,12 @@ function deps(overrides: Partial<BatchDeps> = {}) {
       ping: async () => {},
       close: async () => {},
     },
-    sink: { send: async (items) => void sent.push(...items) },
+    sink: {
+      async send(items) {
+        sent.push(...items);
+        return { tooLarge: new Map() };
+      },
+    },
     metrics: noopMetrics,
     clock: { now: () => 1_000_000 },
     logger: { info() {}, warn() {}, error() {}, debug() {} },
@@ -81,6 +86,34 @@ describe("processBatch", () => {
         reason: "agent-missing",
       }),
     ]);
+  });
+
+  it("counts a deferred record the retry topic would not take as dead-lettered, and nothing when the hand-off fails", async () => {
+    const counted: string[] = [];
+    const metrics = {
+      ...noopMetrics,
+      recordFate: (_stream: unknown, _patterns: unknown, fate: Fate, count = 1) =>
+        void counted.push(`${fate.kind}:${fateReason(fate)} ${count}`),
+    };
+    const tooLarge = deps({
+      metrics,
+      sink: { send: async (items) => ({ tooLarge: new Map([[items[0]?.record as SourceRecord, "too large"]]) }) },
+    });
+    const summary = await processBatch("outcome-created", [outcomeRecord(0), outcomeRecord(1)], tooLarge.deps);
+    expect(summary).toMatchObject({ deferred: 1, "dead-lettered": 1 });
+    expect(counted.sort()).toEqual(["dead-lettered:record-too-large 1", "deferred:agent-missing 1"]);
+
+    counted.length = 0;
+    const failing = deps({
+      metrics,
+      sink: {
+        send: async () => {
+          throw new Error("broker away");
+        },
+      },
+    });
+    await expect(processBatch("outcome-created", [outcomeRecord(0)], failing.deps)).rejects.toThrow("broker away");
+    expect(counted).toEqual([]);
   });
 
   it("backs off exponentially and dead-letters past the attempt bound", async () => {

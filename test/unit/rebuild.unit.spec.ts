@@ -80,6 +80,7 @@ function fakeNeo4j(log: string[]) {
     async send(items: readonly SinkItem[]) {
       for (const item of items)
         if (item.kind === "dead-letter") log.push(`dead-letter ${item.record.offset} ${item.fate.reason}`);
+      return { tooLarge: new Map() };
     },
   };
   return { graph, sink };

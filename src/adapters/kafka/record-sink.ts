@@ -1,6 +1,6 @@
 import kafkajs, { type IHeaders, type Producer } from "kafkajs";
 import { encodeMark } from "../../pipeline/retry.js";
-import type { Logger, RecordSink, SinkItem } from "../../ports.js";
+import type { Logger, RecordSink, SinkItem, SinkReport, SourceRecord } from "../../ports.js";
 import { HEADER, type TopicNames } from "../../topics.js";
 import { sendBatchAtLeastOnce } from "./client.js";
 
@@ -86,6 +86,9 @@ export function createRecordSink(
       ? maxMessageBytes
       : (maxMessageBytes.get(topic) ?? DEFAULT_MAX_MESSAGE_BYTES)) - BATCH_OVERHEAD_BYTES;
 
+  const tooLargeMessage = (item: SinkItem & { kind: "retry" }) =>
+    `deferred (${item.reason}), but its copy is larger than ${names.retry[item.stream]} accepts (max.message.bytes ${budget(names.retry[item.stream]) + BATCH_OVERHEAD_BYTES})`;
+
   function build(item: SinkItem, form: Form): Outgoing {
     const { record } = item;
     const headers: IHeaders = form === "bare" ? {} : { ...record.headers };
@@ -109,10 +112,7 @@ export function createRecordSink(
       const [reason, text] =
         item.kind === "dead-letter"
           ? [item.fate.reason, item.fate.message]
-          : [
-              "record-too-large",
-              `deferred (${item.reason}), but its copy is larger than ${names.retry[item.stream]} accepts (max.message.bytes ${budget(names.retry[item.stream]) + BATCH_OVERHEAD_BYTES})`,
-            ];
+          : ["record-too-large", tooLargeMessage(item)];
       headers[HEADER.errorClass] = reason;
       headers[HEADER.errorMessage] = truncateUtf8(text, MAX_ERROR_MESSAGE_BYTES);
       if ((form === "without-value" || form === "bare") && record.value !== null) {
@@ -137,7 +137,7 @@ export function createRecordSink(
     return entry;
   }
 
-  async function deliver(chunk: readonly Outgoing[]): Promise<void> {
+  async function deliver(chunk: readonly Outgoing[], tooLarge: Map<SourceRecord, string>): Promise<void> {
     const topic = (chunk[0] as Outgoing).topic;
     try {
       await sendBatchAtLeastOnce(producer, {
@@ -148,7 +148,7 @@ export function createRecordSink(
       if (!isTooLarge(error)) throw error;
       // Our estimate was wrong or the topic's limit changed: find the records refused, one by one.
       if (chunk.length > 1) {
-        for (const entry of chunk) await deliver([entry]);
+        for (const entry of chunk) await deliver([entry], tooLarge);
         return;
       }
       const entry = chunk[0] as Outgoing;
@@ -163,14 +163,18 @@ export function createRecordSink(
         },
         "the broker refused a copy as too large; sending a smaller one",
       );
-      await deliver([smaller]);
+      await deliver([smaller], tooLarge);
       return;
     }
-    for (const entry of chunk) if (entry.item.kind === "dead-letter" || entry.form !== "as-is") onDeadLetter(topic);
+    for (const { item, form } of chunk) {
+      if (item.kind === "retry" && form !== "as-is") tooLarge.set(item.record, tooLargeMessage(item));
+      if (item.kind === "dead-letter" || form !== "as-is") onDeadLetter(topic);
+    }
   }
 
   return {
-    async send(items: readonly SinkItem[]) {
+    async send(items: readonly SinkItem[]): Promise<SinkReport> {
+      const tooLarge = new Map<SourceRecord, string>();
       const byTopic = new Map<string, Outgoing[]>();
       for (const item of items) {
         const entry = firstFitting(item);
@@ -191,7 +195,8 @@ export function createRecordSink(
         byTopic.set(entry.topic, entries);
       }
       for (const [topic, entries] of byTopic)
-        for (const chunk of chunksUnder(entries, budget(topic))) await deliver(chunk);
+        for (const chunk of chunksUnder(entries, budget(topic))) await deliver(chunk, tooLarge);
+      return { tooLarge };
     },
   };
 }
