@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { snapshot } from "../support/builders.js";
+import { outcome, snapshot } from "../support/builders.js";
 import { Harness } from "../support/harness.js";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -103,6 +103,64 @@ describe("the oldest unapplied record's age", () => {
         { database: harness.config.neo4j.database },
       );
       expect(applied.records[0]?.get("name")).toBe(`Agent ${agent}`);
+    } finally {
+      if (!released) await lock.rollback().catch(() => {});
+      await session.close();
+    }
+  });
+
+  it("a partition whose batch waits on a lock holds back no other partition", async () => {
+    await harness.startProjector();
+    const partitions = harness.config.topics.partitions;
+    expect(partitions, "the test needs other partitions than the blocked one").toBeGreaterThanOrEqual(3);
+    const hot = "lane-agt-000";
+    const others = Array.from({ length: partitions - 1 }, (_, i) => `lane-agt-${String(i + 1).padStart(3, "0")}`);
+    await harness.publish([hot, ...others].map((agent) => snapshot(agent)));
+    await harness.waitForCaughtUp();
+
+    const database = { database: harness.config.neo4j.database };
+    const outcomes = async () =>
+      new Set(
+        (
+          await harness.driver.executeQuery(
+            "MATCH (o:Outcome) WHERE o.outcome_id STARTS WITH 'lane-' RETURN o.outcome_id AS id",
+            {},
+            database,
+          )
+        ).records.map((record) => String(record.get("id"))),
+      );
+    const topic = harness.names.source["outcome-created"];
+    const send = async (id: string, agent: string, partition: number) =>
+      harness.sendRaw(topic, [{ ...(await harness.encode(outcome(id, agent))), partition }]);
+
+    // An open transaction holds the hot agent's lock: §3.3's PRODUCED for its outcome waits on it.
+    const session = harness.driver.session(database);
+    const lock = session.beginTransaction();
+    let released = false;
+    try {
+      await lock.run("MATCH (a:Agent {agent_id: $id}) SET a.held = true", { id: hot });
+      await send("lane-o-hot", hot, 0);
+      await until("the hot agent's batch to wait on the lock", async () => {
+        const { records } = await harness.driver.executeQuery("SHOW TRANSACTIONS YIELD status RETURN status");
+        return records.some((record) => String(record.get("status")).startsWith("Blocked")) ? true : undefined;
+      });
+      // Published after the blocked batch was fetched: only a later fetch brings them.
+      for (const [i, agent] of others.entries()) await send(`lane-o-${i + 1}`, agent, i + 1);
+      const expected = others.map((_, i) => `lane-o-${i + 1}`);
+      const applied = await until(
+        "every other partition's outcome, while the lock is held",
+        async () => {
+          const seen = await outcomes();
+          return expected.every((id) => seen.has(id)) ? seen : undefined;
+        },
+        30_000,
+      );
+      expect(applied.has("lane-o-hot"), "the blocked outcome waits for the lock").toBe(false);
+
+      await lock.rollback();
+      released = true;
+      await harness.waitForCaughtUp();
+      expect((await outcomes()).has("lane-o-hot")).toBe(true);
     } finally {
       if (!released) await lock.rollback().catch(() => {});
       await session.close();

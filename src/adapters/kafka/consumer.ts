@@ -28,7 +28,7 @@ export interface ConsumerOptions {
 
 export interface ProjectorConsumer {
   start(): Promise<void>;
-  /** Stops fetching, lets the batch in flight finish and commit, and leaves the group. */
+  /** Stops taking batches, lets those being applied finish and commit (bounded), and leaves the group. */
   stop(): Promise<void>;
   isJoined(): boolean;
   /** Since when it has made no progress: with records waiting a commit or deliberate pause, else a fetch. */
@@ -71,8 +71,12 @@ export interface ConsumerDeps {
  * by each-batch.ts, partitions paused by partition-pauses.ts, and the instance's own view of its
  * source partitions kept by pipeline/partition-positions.ts.
  */
-/** How long a stop waits to leave the group cleanly; below SHUTDOWN_TIMEOUT_MS's default of 25 s. */
-const LEAVE_BOUND_MS = 15_000;
+/**
+ * How long a stop waits for the batches being applied to finish and commit, then to leave the group
+ * cleanly: together below SHUTDOWN_TIMEOUT_MS's default of 25 s.
+ */
+const DRAIN_BOUND_MS = 8_000;
+const LEAVE_BOUND_MS = 12_000;
 
 export function createProjectorConsumer(
   kafka: Kafka,
@@ -108,7 +112,16 @@ export function createProjectorConsumer(
     isHeld: (stream) => options.isHeld?.(stream) ?? false,
     onPaused: positions.touch,
   });
-  const applier = createBatchApplier(names, options, deps, positions, pauses);
+  const applier = createBatchApplier(names, options, deps, positions, pauses, {
+    owns: (topic, partition) => currentAssignment.get(topic)?.includes(partition) ?? false,
+    resume(topic, partition) {
+      try {
+        consumer.resume([{ topic, partitions: [partition] }]);
+      } catch {
+        // Not running (stopped, or between kafkajs's restarts): a new run starts unpaused.
+      }
+    },
+  });
 
   /** Drops the per-partition series of partitions this instance no longer owns. */
   const forgetRevoked = (before: ReadonlyMap<string, number[]>, after: ReadonlyMap<string, number[]>) => {
@@ -214,11 +227,17 @@ export function createProjectorConsumer(
       throw refused;
     },
     async stop() {
+      // The batches being applied finish and commit first; past the bound they are left, and what
+      // they applied without committing is redelivered (harmless: the §3 statements are idempotent).
+      if (!(await applier.drain(DRAIN_BOUND_MS)))
+        deps.logger.warn(
+          { boundMs: DRAIN_BOUND_MS },
+          "batches still being applied at stop; their records are redelivered",
+        );
       pauses.stop();
-      // Leaving waits for a batch in flight to commit, but also for a join in progress, which a
-      // member that died without leaving holds up to its session timeout: past the bound the process
-      // goes without a clean leave (the broker drops this member after its own session timeout;
-      // anything applied and not committed is redelivered), rather than outlive SHUTDOWN_TIMEOUT_MS.
+      // Leaving waits for a join in progress, which a member that died without leaving holds up to
+      // its session timeout: past the bound the process goes without a clean leave (the broker drops
+      // this member after its own session timeout), rather than outlive SHUTDOWN_TIMEOUT_MS.
       await withTimeout(
         consumer.disconnect(),
         LEAVE_BOUND_MS,

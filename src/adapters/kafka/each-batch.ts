@@ -21,18 +21,39 @@ import { toSourceRecord } from "./source-record.js";
 const HEARTBEAT_WHILE_APPLYING_MS = 3_000;
 
 export interface BatchApplier {
-  /** kafkajs's eachBatch: applies a fetched partition batch in sub-batches; never throws. */
+  /** kafkajs's eachBatch: hands a fetched partition batch to the partition's lane; never throws. */
   eachBatch(payload: EachBatchPayload): Promise<void>;
   /** Forgets a partition's run of failures (the partition was revoked). */
   forgetFailures(partitionKey: string): void;
+  /**
+   * Stops taking batches and waits, up to `ms`, for the lanes at work to apply and commit theirs.
+   * True when every lane finished; past the bound the rest are left (their records are redelivered).
+   */
+  drain(ms: number): Promise<boolean>;
+}
+
+/** What a lane needs of the consumer as it is now (kafkajs may have restarted it meanwhile). */
+export interface LaneControl {
+  /** Whether this instance owns the partition in the group's current generation. */
+  owns(topic: string, partition: number): boolean;
+  /** Fetches the partition again: through the running consumer, not the one that fetched the batch. */
+  resume(topic: string, partition: number): void;
 }
 
 /**
- * Each fetched partition batch is applied in sub-batches; an offset is resolved and committed only
- * after its sub-batch was applied or durably handed to the retry/dead-letter topics. Nothing thrown
- * escapes eachBatch: kafkajs would restart the consumer and rebalance the group. On an infrastructure
- * failure the partition pauses with backoff and, since its offset was not resolved, is fetched again
- * from the same record.
+ * Each fetched partition batch is applied in its partition's own lane, in sub-batches; an offset is
+ * resolved and committed only after its sub-batch was applied or durably handed to the retry/dead-
+ * letter topics. Nothing thrown escapes a lane. On an infrastructure failure the partition pauses with
+ * backoff and, since its offset was not resolved, is fetched again from the same record.
+ *
+ * Why lanes: kafkajs fetches again only once every batch of the previous fetch has been handled, so a
+ * batch waiting on Neo4j — a lock on a hot agent, a transaction retried — held back every other
+ * partition of the broker, fresh records and all. Now eachBatch pauses the partition, starts its lane
+ * and returns: the other partitions are fetched and applied meanwhile, and the partition is resumed
+ * (fetched again from its next offset) when its lane is done. Neo4j's load stays bounded by the graph
+ * writer's slots (NEO4J_MAX_CONCURRENT_WRITES). A lane whose partition was revoked meanwhile resolves
+ * and commits nothing more: the new owner applies those records again, which the idempotent §3
+ * statements make harmless, as after any redelivery.
  */
 export function createBatchApplier(
   names: TopicNames,
@@ -40,8 +61,15 @@ export function createBatchApplier(
   deps: ConsumerDeps,
   positions: PartitionPositions,
   pauses: PartitionPauses,
+  partitions: LaneControl,
 ): BatchApplier {
+  const { owns } = partitions;
   const failures = new Map<string, number>();
+  const lanes = new Map<string, Promise<void>>();
+  /** Set by drain(): batches fetched from then on are left for the next owner. */
+  let draining = false;
+  /** Set once drain() returned: a lane ending later must not touch the consumer, which has left. */
+  let drained = false;
   const isHeld = (stream: Stream) => options.isHeld?.(stream) ?? false;
   const serial = options.serialStreams ?? new Set<Stream>();
   // One transaction at a time per serial stream; partitions' batches that wait are merged into it.
@@ -60,8 +88,13 @@ export function createBatchApplier(
 
   async function eachBatch(payload: EachBatchPayload): Promise<void> {
     const { batch } = payload;
-    const role = roleOfTopic(names, batch.topic);
     const partitionKey = `${batch.topic}/${batch.partition}`;
+    if (draining || lanes.has(partitionKey)) {
+      // Left unresolved, so fetched again from the same record: by its lane's resume, or by the next owner.
+      payload.pause();
+      return;
+    }
+    const role = roleOfTopic(names, batch.topic);
     const admission = admitBatch(role, batch.messages.length, isHeld);
     if (!role || admission === "ignore") return;
     // A source partition's fetched records age until applied (a held batch too: it is fetched again).
@@ -80,8 +113,35 @@ export function createBatchApplier(
     if (role.role === "source")
       positions.fetched(partitionKey, role.stream, Number(batch.highWatermark), Number(batch.messages[0]?.offset));
 
+    payload.pause();
+    const lane = applyFetched(payload, role, unappliedFrom)
+      .catch((error: unknown) => {
+        deps.logger.warn(
+          { topic: batch.topic, partition: batch.partition, error: errorMessage(error) },
+          "applying a fetched batch ended early; its records not yet committed are fetched again",
+        );
+        return "resume" as const;
+      })
+      .then((next) => {
+        lanes.delete(partitionKey);
+        if (next === "resume" && !drained) partitions.resume(batch.topic, batch.partition);
+      });
+    lanes.set(partitionKey, lane);
+  }
+
+  /**
+   * The lane's work: the batch's sub-batches in order. Says whether the partition is to be resumed
+   * now, or a timed pause (a failure's backoff, a retry not yet due) or a stop has taken it over.
+   */
+  async function applyFetched(
+    payload: EachBatchPayload,
+    role: NonNullable<ReturnType<typeof roleOfTopic>>,
+    unappliedFrom: (start: number) => void,
+  ): Promise<"resume" | "taken-over"> {
+    const { batch } = payload;
+    const partitionKey = `${batch.topic}/${batch.partition}`;
     for (const { start, end } of subBatches(batch.messages.length, options.maxBatchRecords)) {
-      if (!payload.isRunning() || payload.isStale()) return;
+      if (!payload.isRunning() || payload.isStale() || !owns(batch.topic, batch.partition)) return "resume";
       let chunk: readonly SourceRecord[] = batch.messages
         .slice(start, end)
         .map((m) => toSourceRecord(batch.topic, batch.partition, m));
@@ -113,7 +173,7 @@ export function createBatchApplier(
               "fatal error; stopping",
             );
             deps.onFatal(error);
-            return;
+            return "taken-over";
           }
           const pauseMs = decision.ms;
           deps.logger.warn(
@@ -128,18 +188,27 @@ export function createBatchApplier(
             },
             "infrastructure failure; partition paused, will retry from the same record",
           );
+          if (drained) return "taken-over";
           pauseFor(payload, pauseMs, "failure");
-          return;
+          return "taken-over";
         } finally {
           clearInterval(heartbeat);
         }
         failures.delete(partitionKey);
         deps.metrics.setConsecutiveFailures(batch.topic, batch.partition, 0);
+        // Revoked while it was applied: the new owner's offsets are its own (it applies these again).
+        if (drained || !owns(batch.topic, batch.partition)) return "resume";
         const lastOffset = (chunk.at(-1) as SourceRecord).offset;
         // Resolving the batch's last record resolves past the transaction markers and aborted records
         // that follow it too (kafkajs does, see positionAfter): the group's offset reaches the end.
         payload.resolveOffset(lastOffset);
-        await payload.commitOffsetsIfNecessary();
+        await payload.commitOffsetsIfNecessary().catch((error: unknown) =>
+          // Kept resolved: the next commit (this lane's, or kafkajs's after any batch) carries it.
+          deps.logger.warn(
+            { topic: batch.topic, partition: batch.partition, offset: lastOffset, error: errorMessage(error) },
+            "offset commit failed; retried with the next commit",
+          ),
+        );
         const committedAt = deps.clock.now();
         deps.metrics.setLastCommit(batch.topic, batch.partition, committedAt);
         positions.committed(
@@ -148,15 +217,32 @@ export function createBatchApplier(
           committedAt,
         );
         unappliedFrom(end);
-        await payload.heartbeat();
+        await payload.heartbeat().catch(() => {});
         if (role.role === "source") options.onCommitted?.(role.stream);
       }
       if (waitUntil !== undefined) {
+        if (drained) return "taken-over";
         pauseFor(payload, notDuePauseMs(waitUntil, deps.clock.now()), "retry-not-due");
-        return;
+        return "taken-over";
       }
+    }
+    return "resume";
+  }
+
+  async function drain(ms: number): Promise<boolean> {
+    draining = true;
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), ms);
+    });
+    const all = Promise.all([...lanes.values()]).then(() => true as const);
+    try {
+      return await Promise.race([all, bound]);
+    } finally {
+      clearTimeout(timer);
+      drained = true;
     }
   }
 
-  return { eachBatch, forgetFailures: (partitionKey) => failures.delete(partitionKey) };
+  return { eachBatch, forgetFailures: (partitionKey) => failures.delete(partitionKey), drain };
 }
