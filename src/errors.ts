@@ -135,7 +135,11 @@ export function classify(error: unknown): RetryClass {
     if (TRANSIENT_NETWORK_CODES.has(code)) return "transient";
   }
   if (typeof name === "string" && name.startsWith("KafkaJS")) {
-    if (retriable !== false || name === "KafkaJSNumberOfRetriesExceeded") return "transient";
+    // A lock timeout (kafkajs marks it non-retriable) means another request held one of the client's
+    // locks — a metadata refresh, a connection — for the whole request timeout: a broker away, as
+    // kafkajs itself reads it (cluster.findBroker refreshes metadata on it).
+    if (retriable !== false || name === "KafkaJSNumberOfRetriesExceeded" || name === "KafkaJSLockTimeout")
+      return "transient";
     // When an inner kafkajs retrier gives up (broker unreachable), the outer one wraps its
     // NumberOfRetriesExceeded in a NonRetriableError carrying the connection error's message; the
     // original cause decides, as it does for kafkajs's own consumer restarts.

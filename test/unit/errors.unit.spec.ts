@@ -23,6 +23,15 @@ describe("classify", () => {
     [{ code: "ECONNREFUSED" }, "transient"],
     [{ name: "KafkaJSConnectionError", retriable: true }, "transient"],
     [{ name: "KafkaJSNumberOfRetriesExceeded", retriable: false }, "transient"],
+    // kafkajs's client-wide locks (metadata, target topics) time out while a broker is away.
+    [
+      {
+        name: "KafkaJSLockTimeout",
+        retriable: false,
+        message: 'Timeout while acquiring lock (3 waiting locks): "updating target topics"',
+      },
+      "transient",
+    ],
     [{ name: "KafkaJSNonRetriableError", retriable: false }, "fatal"],
     // What producer.send throws when the broker stays unreachable: nested retriers gave up.
     [
