@@ -1,0 +1,145 @@
+import { randomUUID } from "node:crypto";
+import { afterEach, describe, expect, it } from "vitest";
+import { listFindings } from "../../src/cli/findings.js";
+import type { ProjectorEvent } from "../../src/model/events.js";
+import { type Finding, terminalFinding } from "../../src/model/findings.js";
+import { snapshot, tombstone } from "../support/builders.js";
+import { byFindingId, graphFindings, waitForPublished } from "../support/findings.js";
+import { Harness } from "../support/harness.js";
+
+/**
+ * terminal-unreachable findings on real servers. The scenario, computed by hand (T is the one
+ * control terminal):
+ * - v1: A declares B, B declares T, T declares nothing. Nothing reached T before: no finding.
+ * - B's v2 declares nothing: B and A (upstream of B) lose T. Two findings, caused by (B, 2).
+ * - B's v3 declares T again: both regain it. Two resolutions, caused by (B, 3), each resolving its
+ *   agent's open finding.
+ * - B's tombstone at v4: B is deregistered (no finding for itself), A loses T again: one finding, (B, 4).
+ * Redelivered, every record is stale under the version guard: nothing new.
+ */
+const A = "tu-agt-001";
+const B = "tu-agt-002";
+const T = "tu-agt-900";
+
+const phases = (): ProjectorEvent[][] => [
+  [snapshot(A, { escalation_path: [B] }), snapshot(B, { escalation_path: [T] }), snapshot(T, { escalation_path: [] })],
+  [snapshot(B, { registry_version: 2, escalation_path: [] })],
+  [snapshot(B, { registry_version: 3, escalation_path: [T] })],
+  [tombstone(B, 4)],
+];
+
+function expected(tenant: string): Finding[][] {
+  const lostB = terminalFinding(tenant, B, { agent_id: B, registry_version: 2 });
+  const lostA = terminalFinding(tenant, A, { agent_id: B, registry_version: 2 });
+  return [
+    [],
+    [lostA, lostB],
+    [
+      terminalFinding(tenant, A, { agent_id: B, registry_version: 3 }, lostA.finding_id),
+      terminalFinding(tenant, B, { agent_id: B, registry_version: 3 }, lostB.finding_id),
+    ],
+    [terminalFinding(tenant, A, { agent_id: B, registry_version: 4 })],
+  ];
+}
+
+const content = ({
+  finding_id,
+  tenant_id,
+  kind,
+  source_agent_id,
+  target_agent_id,
+  resolves,
+}: Record<string, unknown>) => ({
+  finding_id,
+  tenant_id,
+  kind,
+  source_agent_id,
+  target_agent_id,
+  resolves,
+});
+
+describe("terminal-unreachable findings, on real servers", () => {
+  let harness: Harness | undefined;
+  afterEach(async () => {
+    await harness?.close();
+    harness = undefined;
+  });
+
+  it("a registry edit that cuts the path, then restores it, then a tombstone: the hand-computed findings, once each", async () => {
+    harness = await Harness.create("terminal-findings", {
+      TOPIC_GOVERNANCE_FINDINGS: `findings-${randomUUID().slice(0, 8)}`,
+      TERMINAL_AGENT_IDS: T,
+    });
+    const h = harness;
+    await h.clearGraph();
+    const service = await h.startProjector();
+    const want = expected("default");
+    const all: Finding[] = [];
+    for (const [n, phase] of phases().entries()) {
+      await h.publish(phase);
+      await h.waitForCaughtUp();
+      all.push(...(want[n] ?? []));
+      expect((await graphFindings(h)).map(content).sort(byFindingId)).toEqual([...all].sort(byFindingId));
+      if (n === 1) {
+        // Open: the two losses, listed by `findings --open`.
+        const open = await listFindings(h.graph(), h.config.tenants, true);
+        expect(open.map((row) => row.finding_id).sort()).toEqual(want[1]?.map((f) => f.finding_id).sort());
+        expect(open.every((row) => row.kind === "terminal-unreachable" && row.state === "open")).toBe(true);
+      }
+    }
+    // After the tombstone only A's second loss is open.
+    expect((await listFindings(h.graph(), h.config.tenants, true)).map((row) => row.finding_id)).toEqual(
+      want[3]?.map((f) => f.finding_id),
+    );
+
+    // Every record again, on the source topic and as late copies: the version guard makes each a no-op.
+    const again = phases().flat();
+    await h.publish(again);
+    await h.publishLate(again);
+    await h.waitForCaughtUp();
+    expect((await graphFindings(h)).map(content).sort(byFindingId)).toEqual([...all].sort(byFindingId));
+
+    // Published once each by id (a copy may repeat, never with other content), keyed tenant/agent.
+    const published = await waitForPublished(
+      h,
+      all.map((f) => f.finding_id),
+    );
+    expect(new Set(published.map((p) => p.value.finding_id))).toEqual(new Set(all.map((f) => f.finding_id)));
+    for (const { key, value } of published) {
+      expect(value).toEqual(all.find((f) => f.finding_id === value.finding_id));
+      expect(key).toBe(`default/${value.source_agent_id}`);
+    }
+    const counted = await service.metrics.registry.getSingleMetricAsString("agp_findings_total");
+    expect(counted).toContain('agp_findings_total{tenant="default",kind="terminal-unreachable"} 3');
+    expect(counted).toContain('agp_findings_total{tenant="default",kind="terminal-unreachable-resolved"} 2');
+  });
+
+  it("per tenant on a shared database: only the tenant whose registry cut the path gets findings", async () => {
+    harness = await Harness.create("terminal-findings-tenants", {
+      TENANTS: "acme,globex",
+      TOPIC_GOVERNANCE_FINDINGS: `findings-${randomUUID().slice(0, 8)}`,
+      TERMINAL_AGENT_IDS: T,
+    });
+    const h = harness;
+    await h.clearGraph();
+    const service = await h.startProjector();
+    const of = (tenant_id: string) => (event: ProjectorEvent) => ({ ...event, tenant_id }) as ProjectorEvent;
+    const [first, second] = phases();
+    await h.publish([...(first ?? []).map(of("acme")), ...(first ?? []).map(of("globex"))]);
+    await h.waitForCaughtUp();
+    // The same agent ids in globex: only acme's B drops T.
+    await h.publish((second ?? []).map(of("acme")));
+    await h.waitForCaughtUp();
+    const want = expected("acme")[1] ?? [];
+    expect((await graphFindings(h)).map(content).sort(byFindingId)).toEqual([...want].sort(byFindingId));
+    const published = await waitForPublished(
+      h,
+      want.map((f) => f.finding_id),
+    );
+    for (const { key, value } of published) expect(key).toBe(`acme/${value.source_agent_id}`);
+    const counted = await service.metrics.registry.getSingleMetricAsString("agp_findings_total");
+    expect(counted).toContain('agp_findings_total{tenant="acme",kind="terminal-unreachable"} 2');
+    expect(counted).toContain('agp_findings_total{tenant="globex",kind="terminal-unreachable"} 0');
+    expect(counted).toContain('agp_findings_total{tenant="globex",kind="terminal-unreachable-resolved"} 0');
+  });
+});
