@@ -114,7 +114,6 @@ export function projectRegistry(
       reachBeforeStatement(
         rounds.flatMap((round) => [...round.snapshots, ...round.tombstones].map(({ event }) => event)),
         scoped,
-        terminalIds,
       ),
     );
   for (const round of rounds) {

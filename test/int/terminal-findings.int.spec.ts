@@ -10,35 +10,48 @@ import { Harness } from "../support/harness.js";
 /**
  * terminal-unreachable findings on real servers. The scenario, computed by hand (T is the one
  * control terminal):
- * - v1: A declares B, B declares T, T declares nothing. Nothing reached T before: no finding.
- * - B's v2 declares nothing: B and A (upstream of B) lose T. Two findings, caused by (B, 2).
- * - B's v3 declares T again: both regain it. Two resolutions, caused by (B, 3), each resolving its
+ * - v1: A declares B, B declares T; D declares B and E, E declares T (D keeps a path without B);
+ *   F declares B and G, G declares nothing (F's other way leads nowhere). Nothing reached T before
+ *   any of it: no finding.
+ * - B's v2 declares nothing: B, and A and F (upstream of B, no other way) lose T; D does not. Three
+ *   findings, caused by (B, 2).
+ * - B's v3 declares T again: they regain it. Three resolutions, caused by (B, 3), each resolving its
  *   agent's open finding.
- * - B's tombstone at v4: B is deregistered (no finding for itself), A loses T again: one finding, (B, 4).
- * Redelivered, every record is stale under the version guard: nothing new.
+ * - B's tombstone at v4: B is deregistered (no finding for itself); A and F lose T again: two
+ *   findings, (B, 4).
+ * Redelivered, every record is stale under the version guard or re-applies the same: nothing new.
  */
 const A = "tu-agt-001";
 const B = "tu-agt-002";
+const D = "tu-agt-004";
+const E = "tu-agt-005";
+const F = "tu-agt-006";
+const G = "tu-agt-007";
 const T = "tu-agt-900";
 
 const phases = (): ProjectorEvent[][] => [
-  [snapshot(A, { escalation_path: [B] }), snapshot(B, { escalation_path: [T] }), snapshot(T, { escalation_path: [] })],
+  [
+    snapshot(A, { escalation_path: [B] }),
+    snapshot(B, { escalation_path: [T] }),
+    snapshot(T, { escalation_path: [] }),
+    snapshot(D, { escalation_path: [B, E] }),
+    snapshot(E, { escalation_path: [T] }),
+    snapshot(F, { escalation_path: [B, G] }),
+    snapshot(G, { escalation_path: [] }),
+  ],
   [snapshot(B, { registry_version: 2, escalation_path: [] })],
   [snapshot(B, { registry_version: 3, escalation_path: [T] })],
   [tombstone(B, 4)],
 ];
 
 function expected(tenant: string): Finding[][] {
-  const lostB = terminalFinding(tenant, B, { agent_id: B, registry_version: 2 });
-  const lostA = terminalFinding(tenant, A, { agent_id: B, registry_version: 2 });
+  const cause = (registry_version: number) => ({ agent_id: B, registry_version });
+  const lost = [A, B, F].map((agent) => terminalFinding(tenant, agent, cause(2)));
   return [
     [],
-    [lostA, lostB],
-    [
-      terminalFinding(tenant, A, { agent_id: B, registry_version: 3 }, lostA.finding_id),
-      terminalFinding(tenant, B, { agent_id: B, registry_version: 3 }, lostB.finding_id),
-    ],
-    [terminalFinding(tenant, A, { agent_id: B, registry_version: 4 })],
+    lost,
+    lost.map((f) => terminalFinding(tenant, f.source_agent_id, cause(3), f.finding_id)),
+    [A, F].map((agent) => terminalFinding(tenant, agent, cause(4))),
   ];
 }
 
@@ -87,9 +100,9 @@ describe("terminal-unreachable findings, on real servers", () => {
         expect(open.every((row) => row.kind === "terminal-unreachable" && row.state === "open")).toBe(true);
       }
     }
-    // After the tombstone only A's second loss is open.
-    expect((await listFindings(h.graph(), h.config.tenants, true)).map((row) => row.finding_id)).toEqual(
-      want[3]?.map((f) => f.finding_id),
+    // After the tombstone only A's and F's second losses are open.
+    expect((await listFindings(h.graph(), h.config.tenants, true)).map((row) => row.finding_id).sort()).toEqual(
+      want[3]?.map((f) => f.finding_id).sort(),
     );
 
     // Every record again, on the source topic and as late copies: the version guard makes each a no-op.
@@ -110,8 +123,8 @@ describe("terminal-unreachable findings, on real servers", () => {
       expect(key).toBe(`default/${value.source_agent_id}`);
     }
     const counted = await service.metrics.registry.getSingleMetricAsString("agp_findings_total");
-    expect(counted).toContain('agp_findings_total{tenant="default",kind="terminal-unreachable"} 3');
-    expect(counted).toContain('agp_findings_total{tenant="default",kind="terminal-unreachable-resolved"} 2');
+    expect(counted).toContain('agp_findings_total{tenant="default",kind="terminal-unreachable"} 5');
+    expect(counted).toContain('agp_findings_total{tenant="default",kind="terminal-unreachable-resolved"} 3');
   });
 
   it("per tenant on a shared database: only the tenant whose registry cut the path gets findings", async () => {
@@ -138,7 +151,7 @@ describe("terminal-unreachable findings, on real servers", () => {
     );
     for (const { key, value } of published) expect(key).toBe(`acme/${value.source_agent_id}`);
     const counted = await service.metrics.registry.getSingleMetricAsString("agp_findings_total");
-    expect(counted).toContain('agp_findings_total{tenant="acme",kind="terminal-unreachable"} 2');
+    expect(counted).toContain('agp_findings_total{tenant="acme",kind="terminal-unreachable"} 3');
     expect(counted).toContain('agp_findings_total{tenant="globex",kind="terminal-unreachable"} 0');
     expect(counted).toContain('agp_findings_total{tenant="globex",kind="terminal-unreachable-resolved"} 0');
   });

@@ -8,12 +8,14 @@ import {
   terminalFinding,
   terminalTransitions,
 } from "../../src/model/findings.js";
+import { agentKey, type Hops, outsideTargets, reachingAgents } from "../../src/model/reach.js";
 import { projectRegistry } from "../../src/projection/registry.js";
 import { snapshot, tombstone } from "../support/builders.js";
 
 const A = "tu-agt-001";
 const B = "tu-agt-002";
 const C = "tu-agt-003";
+const T = "tu-agt-900";
 
 const was = (agent_id: string, reachable: boolean, causes: string[] = [agent_id]): ReachBefore => ({
   tenant_id: "default",
@@ -125,7 +127,8 @@ describe("terminal-unreachable in the registry plan", () => {
     counters: NO_WRITES,
   });
 
-  it("reads reachability first for the changed agents, once each, then again after §3.1/§3.2 and writes what it decides", () => {
+  it("reads the affected agents first, once each; after §3.1/§3.2 reads them again, then the targets outside them, and writes what that decides", () => {
+    const X = "tu-agt-050";
     const plan = projectRegistry(
       [
         { i: 0, event: snapshot(B, { registry_version: 2, escalation_path: [] }) },
@@ -133,21 +136,21 @@ describe("terminal-unreachable in the registry plan", () => {
         { i: 2, event: tombstone(C, 3) },
       ],
       false,
-      ["tu-agt-900"],
+      [T],
     );
     expect(plan.statements.map((s) => s.name)).toEqual(["reachability", "3.1-tombstone", "3.1", "3.2"]);
     expect(plan.statements[0]?.params).toEqual({
       rows: [
         { tenant_id: "default", agent_id: B },
         { tenant_id: "default", agent_id: C },
-      ].map((row) => expect.objectContaining(row)),
-      terminal_ids: ["tu-agt-900"],
+      ],
     });
     const [reach, tomb, s31, s32] = plan.statements as Statement[];
     const results = [
+      // Before: A declares B and X (outside the set), B declares T.
       result(reach as Statement, [
-        { tenant_id: "default", agent_id: B, causes: [B], reachable: true },
-        { tenant_id: "default", agent_id: A, causes: [B], reachable: true },
+        { tenant_id: "default", agent_id: B, causes: [B], next: [T] },
+        { tenant_id: "default", agent_id: A, causes: [B], next: [B, X] },
       ]),
       result(tomb as Statement, [{ i: 2, applied: false }]),
       result(s31 as Statement, [{ i: 1 }]),
@@ -161,21 +164,32 @@ describe("terminal-unreachable in the registry plan", () => {
       { tenant_id: "default", agent_id: B },
       { tenant_id: "default", agent_id: A },
     ]);
-    const written = follow[0]?.followedBy?.(
+    // After: B declares nothing.
+    const targets = follow[0]?.followedBy?.(
       result(follow[0], [
-        { tenant_id: "default", agent_id: B, reachable: false, deregistered: false, open: [] },
-        { tenant_id: "default", agent_id: A, reachable: false, deregistered: false, open: [] },
+        { tenant_id: "default", agent_id: B, next: [], deregistered: false, open: [] },
+        { tenant_id: "default", agent_id: A, next: [B, X], deregistered: false, open: [] },
       ]),
     );
-    expect(written?.map((s) => s.name)).toEqual(["findings"]);
-    expect(written?.[0]?.params.rows.map((row) => row.source_agent_id).sort()).toEqual([A, B]);
-    expect(written?.[0]?.params.rows.every((row) => row.target_agent_id === B)).toBe(true);
+    expect(targets?.map((s) => s.params)).toEqual([
+      { rows: [{ tenant_id: "default", agent_id: X }], terminal_ids: [T] },
+    ]);
+    const decided = (xReaches: boolean) =>
+      targets?.[0]
+        ?.followedBy?.(result(targets[0], [{ tenant_id: "default", agent_id: X, reachable: xReaches }]))
+        .flatMap((s) => s.params.rows.map((row) => [s.name, row.source_agent_id, row.target_agent_id]));
+    // X reaches no terminal: B and A lost theirs, both caused by B's change; if X does, A kept a path.
+    expect(decided(false)?.sort()).toEqual([
+      ["findings", A, B],
+      ["findings", B, B],
+    ]);
+    expect(decided(true)).toEqual([["findings", B, B]]);
   });
 
   it("nothing applied (every record stale): no read after", () => {
-    const plan = projectRegistry([{ i: 0, event: snapshot(B, { registry_version: 2 }) }], false, ["tu-agt-900"]);
+    const plan = projectRegistry([{ i: 0, event: snapshot(B, { registry_version: 2 }) }], false, [T]);
     const results = plan.statements.map((s) =>
-      result(s, s.name === "reachability" ? [{ tenant_id: "default", agent_id: B, causes: [B], reachable: true }] : []),
+      result(s, s.name === "reachability" ? [{ tenant_id: "default", agent_id: B, causes: [B], next: [T] }] : []),
     );
     expect(plan.followUp?.(results)).toEqual([]);
   });
@@ -183,5 +197,40 @@ describe("terminal-unreachable in the registry plan", () => {
   it("without terminals (a rebuild, a reconcile): no reachability statement at all", () => {
     const plan = projectRegistry([{ i: 0, event: snapshot(B) }]);
     expect(plan.statements.map((s) => s.name)).toEqual(["3.1", "3.2"]);
+  });
+});
+
+describe("reachability of a terminal from one hop each", () => {
+  const hops = (agent_id: string, next: string[], tenant_id = "default"): Hops => ({ tenant_id, agent_id, next });
+  const keys = (...agents: string[]) => new Set(agents.map((agent) => agentKey("default", agent)));
+  const terminals = new Set([T]);
+
+  it("through agents of the set, by a terminal, by a target outside that reaches one, and not round a cycle", () => {
+    const X = "tu-agt-050";
+    const Y = "tu-agt-051";
+    // A → B → C → T; D → X (outside, reaches); E → Y (outside, does not); F ⇄ G (a cycle, no way out).
+    const rows = [
+      hops(A, [B]),
+      hops(B, [C]),
+      hops(C, [T]),
+      hops("tu-agt-004", [X]),
+      hops("tu-agt-005", [Y]),
+      hops("tu-agt-006", ["tu-agt-007"]),
+      hops("tu-agt-007", ["tu-agt-006"]),
+    ];
+    expect(outsideTargets([rows], terminals)).toEqual([
+      { tenant_id: "default", agent_id: X },
+      { tenant_id: "default", agent_id: Y },
+    ]);
+    const outside = new Map([
+      [agentKey("default", X), true],
+      [agentKey("default", Y), false],
+    ]);
+    expect(reachingAgents(rows, outside, terminals)).toEqual(keys(A, B, C, "tu-agt-004"));
+  });
+
+  it("the same ids in two tenants are two agents", () => {
+    const rows = [hops(A, [B], "acme"), hops(B, [T], "acme"), hops(A, [B], "globex"), hops(B, [], "globex")];
+    expect(reachingAgents(rows, new Map(), terminals)).toEqual(new Set([agentKey("acme", A), agentKey("acme", B)]));
   });
 });
