@@ -5,7 +5,7 @@ import { LIST_FINDINGS } from "../../src/cypher/findings.js";
 import type { ProjectorEvent } from "../../src/model/events.js";
 import { type Finding, finding } from "../../src/model/findings.js";
 import { escalation, outcome, snapshot } from "../support/builders.js";
-import { byFindingId, graphFindings, waitForPublished } from "../support/findings.js";
+import { byFindingId, findingContent, graphFindings, waitForPublished } from "../support/findings.js";
 import { Harness } from "../support/harness.js";
 
 /**
@@ -59,16 +59,7 @@ async function expectExactly(harness: Harness): Promise<void> {
   );
   // In the graph: exactly the expected findings, each once, with the content its id implies.
   const graph = (await graphFindings(harness)).sort(byId);
-  expect(
-    graph.map(({ finding_id, tenant_id, kind, source_agent_id, target_agent_id, resolves }) => ({
-      finding_id,
-      tenant_id,
-      kind,
-      source_agent_id,
-      target_agent_id,
-      resolves,
-    })),
-  ).toEqual([...EXPECTED].sort(byId));
+  expect(graph.map(findingContent)).toEqual([...EXPECTED].sort(byId));
   // On the topic: no other id, and every copy of an id the same finding, keyed tenant/agent.
   for (const { key, value } of published) {
     const expected = EXPECTED.find((f) => f.finding_id === value.finding_id);

@@ -4,7 +4,7 @@ import { listFindings } from "../../src/cli/findings.js";
 import type { ProjectorEvent } from "../../src/model/events.js";
 import { type Finding, terminalFinding } from "../../src/model/findings.js";
 import { snapshot, tombstone } from "../support/builders.js";
-import { byFindingId, graphFindings, waitForPublished } from "../support/findings.js";
+import { byFindingId, findingContent, graphFindings, waitForPublished } from "../support/findings.js";
 import { Harness } from "../support/harness.js";
 
 /**
@@ -55,22 +55,6 @@ function expected(tenant: string): Finding[][] {
   ];
 }
 
-const content = ({
-  finding_id,
-  tenant_id,
-  kind,
-  source_agent_id,
-  target_agent_id,
-  resolves,
-}: Record<string, unknown>) => ({
-  finding_id,
-  tenant_id,
-  kind,
-  source_agent_id,
-  target_agent_id,
-  resolves,
-});
-
 describe("terminal-unreachable findings, on real servers", () => {
   let harness: Harness | undefined;
   afterEach(async () => {
@@ -92,7 +76,7 @@ describe("terminal-unreachable findings, on real servers", () => {
       await h.publish(phase);
       await h.waitForCaughtUp();
       all.push(...(want[n] ?? []));
-      expect((await graphFindings(h)).map(content).sort(byFindingId)).toEqual([...all].sort(byFindingId));
+      expect((await graphFindings(h)).map(findingContent).sort(byFindingId)).toEqual([...all].sort(byFindingId));
       if (n === 1) {
         // Open: the two losses, listed by `findings --open`.
         const open = await listFindings(h.graph(), h.config.tenants, true);
@@ -110,7 +94,7 @@ describe("terminal-unreachable findings, on real servers", () => {
     await h.publish(again);
     await h.publishLate(again);
     await h.waitForCaughtUp();
-    expect((await graphFindings(h)).map(content).sort(byFindingId)).toEqual([...all].sort(byFindingId));
+    expect((await graphFindings(h)).map(findingContent).sort(byFindingId)).toEqual([...all].sort(byFindingId));
 
     // Published once each by id (a copy may repeat, never with other content), keyed tenant/agent.
     const published = await waitForPublished(
@@ -144,7 +128,7 @@ describe("terminal-unreachable findings, on real servers", () => {
     await h.publish((second ?? []).map(of("acme")));
     await h.waitForCaughtUp();
     const want = expected("acme")[1] ?? [];
-    expect((await graphFindings(h)).map(content).sort(byFindingId)).toEqual([...want].sort(byFindingId));
+    expect((await graphFindings(h)).map(findingContent).sort(byFindingId)).toEqual([...want].sort(byFindingId));
     const published = await waitForPublished(
       h,
       want.map((f) => f.finding_id),

@@ -45,3 +45,8 @@ export async function waitForPublished(
 
 export const byFindingId = (a: { finding_id?: unknown }, b: { finding_id?: unknown }): number =>
   String(a.finding_id) < String(b.finding_id) ? -1 : 1;
+
+/** A finding's published fields, from a row of the graph's listing. */
+const FIELDS = ["finding_id", "tenant_id", "kind", "source_agent_id", "target_agent_id", "resolves"] as const;
+export const findingContent = (row: Record<string, unknown>): Record<string, unknown> =>
+  Object.fromEntries(FIELDS.map((field) => [field, row[field]]));
