@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { agentKey } from "./reach.js";
 
 /**
  * Governance findings: §4's questions answered when their answer changes.
@@ -78,7 +79,9 @@ export function finding(
 
 /**
  * A terminal finding for `agent`, caused by the registry change of `cause` at `version`; a resolution
- * names the open finding it resolves (read from the graph: its id depends on the change that opened it).
+ * names the open finding it resolves (read from the graph: its id depends on the change that opened
+ * it), and its id includes that finding's, so one change resolving two open findings (two batches
+ * racing, see terminalTransitions) gives two resolutions.
  */
 export function terminalFinding(
   tenant: string,
@@ -88,7 +91,7 @@ export function terminalFinding(
 ): Finding {
   const kind: FindingKind = resolves === null ? "terminal-unreachable" : "terminal-unreachable-resolved";
   return {
-    finding_id: findingId(tenant, kind, agent, cause.agent_id, cause.registry_version),
+    finding_id: findingId(tenant, kind, agent, cause.agent_id, cause.registry_version, ...(resolves ? [resolves] : [])),
     tenant_id: tenant,
     kind,
     source_agent_id: agent,
@@ -169,7 +172,7 @@ export interface ReachAfter {
   readonly agent_id: string;
   readonly reachable: boolean;
   readonly deregistered: boolean;
-  /** Its open terminal-unreachable findings' ids (at most one, see terminalTransitions). */
+  /** Its open terminal-unreachable findings' ids (one at most, unless two batches raced). */
   readonly open: readonly string[];
 }
 
@@ -184,8 +187,9 @@ export interface AppliedChange {
  * The terminal findings and resolutions of one registry transaction, from reachability read before
  * and after its §3.1/§3.2 writes. An agent gets `terminal-unreachable` when it reached a terminal
  * before and does not after, unless it is deregistered (its upstream may still get one) or already
- * has an open one — so it never has two open. It gets a resolution when it reaches a terminal after
- * and has an open finding. The cause is the agent's own change if it changed, otherwise the lowest
+ * has an open one, so one transaction never opens a second (two racing on different partitions
+ * might: each resolution then answers all open ones). It gets a resolution per open finding when it
+ * reaches a terminal after. The cause is the agent's own change if it changed, otherwise the lowest
  * changed agent id among those it reached before; only changes the transaction applied count (a stale
  * record changed nothing), so a redelivered or replayed change, which the version guard turns into a
  * no-op, causes nothing, and an agent with no applied cause gets nothing.
@@ -195,24 +199,23 @@ export function terminalTransitions(
   after: readonly ReachAfter[],
   applied: readonly AppliedChange[],
 ): Finding[] {
-  const key = (tenant: string, agent: string) => JSON.stringify([tenant, agent]);
-  const changes = new Map(applied.map((change) => [key(change.tenant_id, change.agent_id), change]));
-  const was = new Map(before.map((row) => [key(row.tenant_id, row.agent_id), row]));
+  const changes = new Map(applied.map((change) => [agentKey(change.tenant_id, change.agent_id), change]));
+  const was = new Map(before.map((row) => [agentKey(row.tenant_id, row.agent_id), row]));
   const found: Finding[] = [];
   for (const now of after) {
-    const then = was.get(key(now.tenant_id, now.agent_id));
+    const then = was.get(agentKey(now.tenant_id, now.agent_id));
     if (!then) continue;
     const cause =
-      changes.get(key(now.tenant_id, now.agent_id)) ??
+      changes.get(agentKey(now.tenant_id, now.agent_id)) ??
       [...then.causes]
         .sort()
-        .map((agent) => changes.get(key(now.tenant_id, agent)))
+        .map((agent) => changes.get(agentKey(now.tenant_id, agent)))
         .find((change) => change !== undefined);
     if (!cause) continue;
-    const open = [...now.open].sort()[0];
-    if (then.reachable && !now.reachable && !now.deregistered && open === undefined)
+    if (then.reachable && !now.reachable && !now.deregistered && now.open.length === 0)
       found.push(terminalFinding(now.tenant_id, now.agent_id, cause));
-    else if (now.reachable && open !== undefined) found.push(terminalFinding(now.tenant_id, now.agent_id, cause, open));
+    else if (now.reachable)
+      for (const open of [...now.open].sort()) found.push(terminalFinding(now.tenant_id, now.agent_id, cause, open));
   }
   return found;
 }

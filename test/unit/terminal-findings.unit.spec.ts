@@ -61,7 +61,7 @@ describe("terminal-unreachable: which transitions a registry change caused", () 
     const found = terminalTransitions([was(A, false, [C])], [now(A, true, { open: [open] })], [change(C, 5)]);
     expect(found).toEqual([
       {
-        finding_id: findingId("default", "terminal-unreachable-resolved", A, C, 5),
+        finding_id: findingId("default", "terminal-unreachable-resolved", A, C, 5, open),
         tenant_id: "default",
         kind: "terminal-unreachable-resolved",
         source_agent_id: A,
@@ -90,6 +90,14 @@ describe("terminal-unreachable: which transitions a registry change caused", () 
       [change(B, 4)],
     );
     expect(found.map((f) => f.source_agent_id)).toEqual([A]);
+  });
+
+  it("two open findings (left by two racing batches): the regain resolves each, with ids of their own", () => {
+    const first = terminalFinding("default", A, { agent_id: B, registry_version: 2 }).finding_id;
+    const second = terminalFinding("default", A, { agent_id: C, registry_version: 7 }).finding_id;
+    const found = terminalTransitions([was(A, false)], [now(A, true, { open: [second, first] })], [change(A, 3)]);
+    expect(found.map((f) => f.resolves).sort()).toEqual([first, second].sort());
+    expect(new Set(found.map((f) => f.finding_id)).size).toBe(2);
   });
 
   it("an agent with a finding still open gets no second one", () => {
