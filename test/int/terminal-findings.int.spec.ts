@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
 import { listFindings } from "../../src/cli/findings.js";
+import { AGENTS_WITHOUT_REACHABLE_TERMINAL } from "../../src/cypher/s4-queries.js";
 import type { ProjectorEvent } from "../../src/model/events.js";
 import { type Finding, terminalFinding } from "../../src/model/findings.js";
 import { snapshot, tombstone } from "../support/builders.js";
@@ -78,10 +79,15 @@ describe("terminal-unreachable findings, on real servers", () => {
       all.push(...(want[n] ?? []));
       expect((await graphFindings(h)).map(findingContent).sort(byFindingId)).toEqual([...all].sort(byFindingId));
       if (n === 1) {
-        // Open: the two losses, listed by `findings --open`.
+        // Open: the three losses, listed by `findings --open`.
         const open = await listFindings(h.graph(), h.config.tenants, true);
         expect(open.map((row) => row.finding_id).sort()).toEqual(want[1]?.map((f) => f.finding_id).sort());
         expect(open.every((row) => row.kind === "terminal-unreachable" && row.state === "open")).toBe(true);
+        // §4 agrees: the agents without a path are those, and G, which never had one.
+        const without = await h
+          .graph()
+          .read(h.config.neo4j.database, AGENTS_WITHOUT_REACHABLE_TERMINAL, { terminal_ids: [T] });
+        expect(without.map((row) => row.agent_without_reachable_terminal)).toEqual([A, B, F, G]);
       }
     }
     // After the tombstone only A's and F's second losses are open.
