@@ -13,8 +13,8 @@ import { keyIndex, scopedKey } from "./tenant.js";
  * the agents at or upstream of them over declared edges (the upstream walk keeps distinct agents, so
  * a shared ancestor is expanded once), each with the changed agents it reached (`causes`) and its
  * declared targets (`next`). `affectedAfter` runs after §3.1/§3.2 over that same set: its declared
- * targets now, whether it is deregistered, and its open terminal-unreachable finding (one with no
- * resolution yet), if any. `targetsReach` answers §4's question for the targets outside the set, the
+ * targets now, whether it is deregistered, and its open terminal-unreachable findings (those no
+ * resolution answers yet: one at most, unless two batches raced). `targetsReach` answers §4's question for the targets outside the set, the
  * only walks down the graph.
  */
 const declaredTargets = (a: string) =>
