@@ -39,7 +39,9 @@ export async function listFindings(
 export function registerFindings(program: Command): void {
   program
     .command("findings")
-    .description("list the governance findings recorded in the graph (undeclared escalations and their resolutions)")
+    .description(
+      "list the governance findings recorded in the graph (undeclared escalations, agents cut off from a control terminal, and their resolutions)",
+    )
     .option("--tenant <tenant>", "only this tenant's findings (default: every tenant in TENANTS)")
     .option("--open", "only the findings no resolution answers yet")
     .option("--json", "print JSON instead of a table")

@@ -2,7 +2,7 @@ import { keyIndex, scopedKey } from "./tenant.js";
 
 /**
  * The findings outbox: one :Finding node per governance finding (model/findings.ts), written in the
- * transaction whose §3.2/§3.4 write caused it and published to the findings topic after it commits.
+ * transaction whose §3.1/§3.2/§3.4 write caused it and published to the findings topic after it commits.
  * A Finding is no Agent, Workflow, Tool or Outcome, so no §4 query, dump or rebuild wipe touches it.
  *
  * MERGE on the id, with everything else set only ON CREATE: a redelivered or replayed record, another
@@ -56,7 +56,7 @@ SET f.published = true
 
 /**
  * Every finding, or one tenant's (`$tenant` null for all), with whether a resolution answers it;
- * `$open` keeps the unresolved undeclared escalations only.
+ * `$open` keeps the findings of any kind that no resolution answers yet (resolutions left out).
  */
 export const LIST_FINDINGS = `
 MATCH (f:Finding)

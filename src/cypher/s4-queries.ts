@@ -33,16 +33,22 @@ ORDER BY from_agent, to_agent
 `;
 
 /**
+ * Whether agent `a` reaches a control terminal (`$terminal_ids`) over declared edges only. The same
+ * test decides §4's question below and the terminal-unreachable findings (cypher/terminal-reach.ts).
+ */
+export const reachesTerminal = (a: string): string => `EXISTS {
+    MATCH (${a})-[:CAN_ESCALATE_TO*1.. {declared: true}]->(t:Agent)
+    WHERE t.agent_id IN $terminal_ids
+  }`;
+
+/**
  * Agents without a reachable control terminal over declared edges only. The outer guard excludes the
  * terminals themselves: `*1..` needs a hop, so a terminal could never reach itself.
  */
 export const agentsWithoutReachableTerminal = (scoped: boolean): string => `
 MATCH (a:Agent${tenantOnly(scoped)})
 WHERE NOT a.agent_id IN $terminal_ids
-  AND NOT EXISTS {
-    MATCH (a)-[:CAN_ESCALATE_TO*1.. {declared: true}]->(t:Agent)
-    WHERE t.agent_id IN $terminal_ids
-  }
+  AND NOT ${reachesTerminal("a")}
 RETURN a.agent_id AS agent_without_reachable_terminal
 ORDER BY agent_without_reachable_terminal
 `;

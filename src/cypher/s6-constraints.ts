@@ -4,8 +4,13 @@
  * write here MATCHes or MERGEs outcomes by it; RegistryFence.agent_id backs the fence a tombstone
  * leaves for an agent never projected (s3_1-registry-projection.ts), which §3.1 reads per row;
  * Finding.finding_id keeps the findings outbox (cypher/findings.ts) to one node per finding when two
- * transactions MERGE the same one.
+ * transactions MERGE the same one. One plain index joins them: Finding(tenant_id, source_agent_id),
+ * by which a registry write finds an agent's open terminal-unreachable finding (cypher/terminal-reach.ts);
+ * every Finding carries tenant_id in either layout, so it is the same index in both lists.
  */
+const FINDING_SOURCE_INDEX =
+  "CREATE INDEX finding_tenant_source IF NOT EXISTS FOR (f:Finding) ON (f.tenant_id, f.source_agent_id)";
+
 export const CONSTRAINTS: readonly string[] = [
   "CREATE CONSTRAINT agent_agent_id IF NOT EXISTS FOR (a:Agent) REQUIRE a.agent_id IS UNIQUE",
   "CREATE CONSTRAINT workflow_workflow_id IF NOT EXISTS FOR (w:Workflow) REQUIRE w.workflow_id IS UNIQUE",
@@ -13,6 +18,7 @@ export const CONSTRAINTS: readonly string[] = [
   "CREATE CONSTRAINT outcome_outcome_id IF NOT EXISTS FOR (o:Outcome) REQUIRE o.outcome_id IS UNIQUE",
   "CREATE CONSTRAINT registry_fence_agent_id IF NOT EXISTS FOR (f:RegistryFence) REQUIRE f.agent_id IS UNIQUE",
   "CREATE CONSTRAINT finding_finding_id IF NOT EXISTS FOR (f:Finding) REQUIRE f.finding_id IS UNIQUE",
+  FINDING_SOURCE_INDEX,
 ];
 
 export const CONSTRAINT_NAMES: readonly string[] = [
@@ -36,6 +42,7 @@ export const TENANT_CONSTRAINTS: readonly string[] = [
   "CREATE CONSTRAINT outcome_tenant_outcome_id IF NOT EXISTS FOR (o:Outcome) REQUIRE (o.tenant_id, o.outcome_id) IS UNIQUE",
   "CREATE CONSTRAINT registry_fence_tenant_agent_id IF NOT EXISTS FOR (f:RegistryFence) REQUIRE (f.tenant_id, f.agent_id) IS UNIQUE",
   "CREATE CONSTRAINT finding_tenant_finding_id IF NOT EXISTS FOR (f:Finding) REQUIRE (f.tenant_id, f.finding_id) IS UNIQUE",
+  FINDING_SOURCE_INDEX,
 ];
 
 export const TENANT_CONSTRAINT_NAMES: readonly string[] = [

@@ -8,13 +8,24 @@ export type StatementName =
   | "outcome"
   | "escalated-to"
   | "rebuild-wipe"
+  | "reachability"
   | "findings";
 
 /** One Cypher statement applying a whole batch: `UNWIND $rows AS row`, every value a parameter. */
 export interface Statement {
   readonly name: StatementName;
   readonly cypher: string;
-  readonly params: { readonly rows: readonly Readonly<Record<string, unknown>>[] };
+  readonly params: {
+    readonly rows: readonly Readonly<Record<string, unknown>>[];
+    /** The control terminals (TERMINAL_AGENT_IDS), for the statements that judge reachability. */
+    readonly terminal_ids?: readonly string[];
+  };
+  /**
+   * Statements decided by this one's result, run right after it in the same transaction (their
+   * results follow its own): a follow-up whose findings need a read first. Only follow-up statements
+   * carry it, so a plan's own statements keep their positions in the results.
+   */
+  readonly followedBy?: (result: StatementResult) => readonly Statement[];
 }
 
 /** What the graph writer hands back for one executed statement. */

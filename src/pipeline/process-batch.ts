@@ -41,6 +41,8 @@ export interface BatchDeps {
    * dead-lettered (retry.ts). Without it, a record is dead-lettered as soon as its window ends.
    */
   readonly upstream?: UpstreamProgress;
+  /** The control terminals (TERMINAL_AGENT_IDS): registry batches record terminal-unreachable findings. */
+  readonly terminalIds?: readonly string[];
   /** Told when a committed batch recorded findings, so they are published (adapters/kafka/finding-publisher.ts). */
   readonly findings?: { recorded(): void };
   /** Waits between the attempts at a batch that failed with an unrecognised error; injectable for tests. */
@@ -291,7 +293,7 @@ async function applyEvents<S extends Stream>(
   fates: Map<number, Fate>,
 ): Promise<void> {
   const rules: StreamRules<EventOf<S>> = STREAM_RULES[stream];
-  const plan = rules.project(events, target.scoped);
+  const plan = rules.project(events, target.scoped, deps.terminalIds ?? []);
   if (plan.statements.length === 0) return;
   const results: StatementResult[] = await deps.graph.apply(target.database, plan.statements, plan.followUp);
   for (const result of results) deps.metrics.recordStatement(result);

@@ -93,6 +93,7 @@ export async function buildConsumer(
     defaultTenant: config.tenants[0]?.tenantId ?? "default",
     retry: config.retry,
     upstream: createUpstreamProgress(admin, config.kafka.group, names),
+    terminalIds: config.terminalAgentIds,
     findings,
   };
   // One poller of the group's lag: the catch-up hold asks it when it must decide, the gauges hear every answer.

@@ -1,11 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
-import { readTopicsToEnd } from "../../src/adapters/kafka/read-topic.js";
 import { listFindings } from "../../src/cli/findings.js";
 import { LIST_FINDINGS } from "../../src/cypher/findings.js";
 import type { ProjectorEvent } from "../../src/model/events.js";
 import { type Finding, finding } from "../../src/model/findings.js";
 import { escalation, outcome, snapshot } from "../support/builders.js";
+import { byFindingId, findingContent, graphFindings, waitForPublished } from "../support/findings.js";
 import { Harness } from "../support/harness.js";
 
 /**
@@ -39,43 +39,7 @@ const EXPECTED: Finding[] = [
   finding("default", "undeclared-escalation", B, C),
   finding("default", "undeclared-escalation-resolved", B, C),
 ];
-const byId = (a: { finding_id?: unknown }, b: { finding_id?: unknown }) =>
-  String(a.finding_id) < String(b.finding_id) ? -1 : 1;
-
-interface Published {
-  readonly key: string;
-  readonly value: Finding;
-}
-
-async function graphFindings(harness: Harness): Promise<Record<string, unknown>[]> {
-  return harness.graph().read(harness.config.neo4j.database, LIST_FINDINGS, { tenant: null, open: false });
-}
-
-async function topicFindings(harness: Harness): Promise<Published[]> {
-  const found: Promise<Published>[] = [];
-  await readTopicsToEnd(harness.kafka, [harness.names.findings], (record) => {
-    found.push(
-      harness.registry
-        .decode(record.value as Buffer)
-        .then((value: Finding) => ({ key: String(record.key), value: { ...value } })),
-    );
-  });
-  return Promise.all(found);
-}
-
-/** Waits until every finding in the graph is published and the topic holds the expected ids. */
-async function waitForPublished(harness: Harness, ids: readonly string[], timeoutMs = 60_000): Promise<Published[]> {
-  const deadline = Date.now() + timeoutMs;
-  let last: Published[] = [];
-  while (Date.now() < deadline) {
-    const graph = await graphFindings(harness);
-    last = await topicFindings(harness).catch(() => []);
-    const seen = new Set(last.map((p) => p.value.finding_id));
-    if (graph.every((f) => f.published === true) && ids.every((id) => seen.has(id))) return last;
-    await new Promise((resolve) => setTimeout(resolve, 500));
-  }
-  throw new Error(`findings not published within ${timeoutMs} ms; on the topic: ${JSON.stringify(last)}`);
-}
+const byId = byFindingId;
 
 function shuffled<T>(items: readonly T[], seed: number): T[] {
   const out = [...items];
@@ -95,16 +59,7 @@ async function expectExactly(harness: Harness): Promise<void> {
   );
   // In the graph: exactly the expected findings, each once, with the content its id implies.
   const graph = (await graphFindings(harness)).sort(byId);
-  expect(
-    graph.map(({ finding_id, tenant_id, kind, source_agent_id, target_agent_id, resolves }) => ({
-      finding_id,
-      tenant_id,
-      kind,
-      source_agent_id,
-      target_agent_id,
-      resolves,
-    })),
-  ).toEqual([...EXPECTED].sort(byId));
+  expect(graph.map(findingContent)).toEqual([...EXPECTED].sort(byId));
   // On the topic: no other id, and every copy of an id the same finding, keyed tenant/agent.
   for (const { key, value } of published) {
     const expected = EXPECTED.find((f) => f.finding_id === value.finding_id);

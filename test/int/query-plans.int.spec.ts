@@ -3,12 +3,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { migrate } from "../../src/adapters/neo4j/migrate.js";
 import { REGISTRY_TOMBSTONE } from "../../src/cypher/s3_1-registry-projection.js";
 import type { Statement } from "../../src/cypher/statement.js";
+import { affectedAfter, affectedBefore, targetsReach } from "../../src/cypher/terminal-reach.js";
 import type { EscalationEdge, OutcomeCreated, RegistryEvent } from "../../src/model/events.js";
 import { projectEscalations } from "../../src/projection/escalations.js";
 import { projectOutcomes } from "../../src/projection/outcomes.js";
 import type { Plan } from "../../src/projection/plan.js";
 import { projectRegistry } from "../../src/projection/registry.js";
-import { generateEventLog, SMALL_WORKLOAD } from "../../workload/generate.js";
+import { CONTROL_TERMINALS, generateEventLog, SMALL_WORKLOAD } from "../../workload/generate.js";
 import { Harness, testEnv } from "../support/harness.js";
 
 /**
@@ -54,6 +55,20 @@ describe("§3 statements' plans under the statistics of a catch-up", () => {
     },
     ...projectOutcomes(sample(log.outcomes as OutcomeCreated[])).statements,
     ...projectEscalations(sample(log.escalations as EscalationEdge[])).statements,
+    // The reads around a registry change that judge the terminal-unreachable findings.
+    ...[affectedBefore(false), affectedAfter(false), targetsReach(false)].map(
+      (cypher): Statement => ({
+        name: "reachability",
+        cypher,
+        params: {
+          rows: sample(log.registry as RegistryEvent[]).map(({ event }) => ({
+            tenant_id: event.tenant_id,
+            agent_id: event.agent_id,
+          })),
+          terminal_ids: [...CONTROL_TERMINALS],
+        },
+      }),
+    ),
   ];
   let harness: Harness;
   let database: string;

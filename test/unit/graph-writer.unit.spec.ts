@@ -209,4 +209,59 @@ describe("the graph writer's follow-up statements", () => {
     expect(seen).toEqual([[1], [2]]);
     expect(results.map((result) => result.name)).toEqual(["outcome", "findings"]);
   });
+
+  it("a statement's followedBy runs right after it, in the same transaction, decided by its own result", async () => {
+    const ran: string[] = [];
+    let commits = 0;
+    const session = () => ({
+      beginTransaction: async () => ({
+        run: async (cypher: string) => {
+          ran.push(cypher);
+          return {
+            records: [{ toObject: () => ({ cypher }) }],
+            summary: { counters: { updates: () => counters } },
+          };
+        },
+        commit: async () => {
+          commits++;
+        },
+        rollback: async () => {},
+        isOpen: () => false,
+      }),
+      close: async () => {},
+    });
+    const graph = createGraphWriter(
+      { session } as unknown as Driver,
+      noopMetrics,
+      60_000,
+      Number.POSITIVE_INFINITY,
+      timing(),
+    );
+    const heard: unknown[] = [];
+    const results = await graph.apply("neo4j", statements, () => [
+      {
+        name: "reachability",
+        cypher: "AFTER",
+        params: { rows: [] },
+        followedBy: (after) => {
+          heard.push(after.records[0]?.cypher);
+          return [
+            {
+              name: "reachability",
+              cypher: "TARGETS",
+              params: { rows: [] },
+              followedBy: (targets) => {
+                heard.push(targets.records[0]?.cypher);
+                return [{ name: "findings", cypher: "FINDINGS", params: { rows: [] } }];
+              },
+            },
+          ];
+        },
+      },
+    ]);
+    expect(ran).toEqual([statements[0]?.cypher, "AFTER", "TARGETS", "FINDINGS"]);
+    expect(heard).toEqual(["AFTER", "TARGETS"]);
+    expect(commits).toBe(1);
+    expect(results.map((result) => result.name)).toEqual(["outcome", "reachability", "reachability", "findings"]);
+  });
 });

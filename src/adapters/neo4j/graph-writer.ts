@@ -200,10 +200,10 @@ export function createGraphWriter(
       const tx = await session.beginTransaction({ timeout: txTimeoutMs });
       try {
         const results: StatementResult[] = [];
-        const run = async (statement: Statement) => {
+        const run = async (statement: Statement): Promise<void> => {
           const result = await tx.run(statement.cypher, statement.params);
           const counters = result.summary.counters.updates();
-          results.push({
+          const done: StatementResult = {
             name: statement.name,
             records: result.records.map((record) => toPlain(record.toObject()) as Record<string, unknown>),
             counters: {
@@ -213,7 +213,9 @@ export function createGraphWriter(
               relationshipsDeleted: counters.relationshipsDeleted,
               propertiesSet: counters.propertiesSet,
             },
-          });
+          };
+          results.push(done);
+          if (statement.followedBy) for (const next of statement.followedBy(done)) await run(next);
         };
         for (const statement of statements) await run(statement);
         // Derived from this attempt's own results: a retried attempt derives it again.
