@@ -12,6 +12,7 @@ import { createKafka, createProducer } from "../src/adapters/kafka/client.js";
 import { publishEvents } from "../src/adapters/kafka/event-publisher.js";
 import { fetchLag } from "../src/adapters/kafka/group-admin.js";
 import { createDriver, createGraphWriter } from "../src/adapters/neo4j/graph-writer.js";
+import { registerFindingSchema } from "../src/adapters/registry/findings-subject.js";
 import { createSchemaRegistry, registerSchemas } from "../src/adapters/registry/schema-registry.js";
 import { printReport } from "../src/cli/report.js";
 import { loadConfig } from "../src/config.js";
@@ -47,6 +48,7 @@ async function main(): Promise<void> {
   );
   const registry = createSchemaRegistry(config.registry);
   const schemaIds = await registerSchemas(config.registry, names.source);
+  await registerFindingSchema(config.registry, names.findings);
   say(
     `topics ready (${Object.values(names.source).join(", ")}), schemas registered (ids ${Object.values(schemaIds).join(", ")})`,
   );

@@ -7,9 +7,13 @@ import { createLagMonitor, type LagMonitor } from "../adapters/kafka/lag-monitor
 import { createRecordSink } from "../adapters/kafka/record-sink.js";
 import { createUpstreamProgress } from "../adapters/kafka/upstream-progress.js";
 import type { PrometheusMetrics } from "../adapters/metrics/prometheus.js";
-import { createSchemaRegistry, registerSubject } from "../adapters/registry/schema-registry.js";
+import {
+  findingsSubject,
+  registeredFindingSchema,
+  registerFindingSchema,
+} from "../adapters/registry/findings-subject.js";
+import { createSchemaRegistry } from "../adapters/registry/schema-registry.js";
 import { sharedDatabases } from "../config.js";
-import { findingSchema } from "../model/schemas.js";
 import { validationRules } from "../model/validate.js";
 import { type BatchDeps, processBatch } from "../pipeline/process-batch.js";
 import type { Decoder, GraphWriter } from "../ports.js";
@@ -58,10 +62,12 @@ export async function buildConsumer(
     logger,
   });
 
-  // The findings topic is ours, so is its subject: registered whatever REGISTER_SCHEMAS says.
-  const subject = `${names.findings}-value`;
+  // Registering needs write access to the registry, which REGISTER_SCHEMAS=false says we may not have.
+  const subject = findingsSubject(names.findings);
   const schemaId = await ctx.step(`schema registry at ${config.registry.url} (subject ${subject})`, () =>
-    registerSubject(config.registry, subject, findingSchema(), "the governance-finding schema"),
+    config.registerSchemas
+      ? registerFindingSchema(config.registry, names.findings)
+      : registeredFindingSchema(config.registry, names.findings),
   );
   const shared = sharedDatabases(config.tenants);
   const findings = createFindingPublisher({
