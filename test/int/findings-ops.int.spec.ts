@@ -1,7 +1,50 @@
+import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
+import { readTopicsToEnd } from "../../src/adapters/kafka/read-topic.js";
 import { registerFindingSchema } from "../../src/adapters/registry/findings-subject.js";
+import { LIST_FINDINGS } from "../../src/cypher/findings.js";
+import { type Finding, finding } from "../../src/model/findings.js";
+import { escalation, outcome, snapshot } from "../support/builders.js";
 import { Harness } from "../support/harness.js";
+
+/** The finding ids on the findings topic now. */
+async function publishedIds(h: Harness): Promise<string[]> {
+  const decoding: Promise<Finding>[] = [];
+  await readTopicsToEnd(h.kafka, [h.names.findings], (record) => {
+    decoding.push(h.registry.decode(record.value as Buffer));
+  });
+  return (await Promise.all(decoding)).map((f) => f.finding_id);
+}
+
+async function until(what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
+
+function cli(h: Harness, args: string[]): Promise<{ code: number | null; stdout: string; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ["bin/agent-graph-projector.js", ...args], {
+      env: { ...process.env, ...h.env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let output = "";
+    child.stdout.on("data", (chunk) => {
+      stdout += chunk;
+      output += chunk;
+    });
+    child.stderr.on("data", (chunk) => (output += chunk));
+    const timer = setTimeout(() => child.kill("SIGKILL"), 90_000);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, output });
+    });
+  });
+}
 
 /** Operating the findings outbox on real servers: its schema subject, and who publishes what. */
 describe("governance findings, operated", () => {
@@ -14,6 +57,7 @@ describe("governance findings, operated", () => {
   it("REGISTER_SCHEMAS=false only looks the findings schema up: unregistered stops start-up naming the subject", async () => {
     const h = await Harness.create("findings-subject");
     harness = h;
+    await h.clearGraph();
     const topic = `findings-${randomUUID().slice(0, 8)}`;
     const subject = `${topic}-value`;
     const env = { TOPIC_GOVERNANCE_FINDINGS: topic, REGISTER_SCHEMAS: "false", STARTUP_TIMEOUT_MS: "15000" };
@@ -39,9 +83,46 @@ describe("governance findings, operated", () => {
   it("REGISTER_SCHEMAS=true registers the findings schema itself", async () => {
     const h = await Harness.create("findings-subject-register");
     harness = h;
+    await h.clearGraph();
     const topic = `findings-${randomUUID().slice(0, 8)}`;
     await h.startProjector({ TOPIC_GOVERNANCE_FINDINGS: topic, REGISTER_SCHEMAS: "true" });
     const listed = await fetch(`${h.config.registry.url}/subjects/${encodeURIComponent(`${topic}-value`)}/versions`);
     expect(listed.status).toBe(200);
+  });
+
+  it("reconcile --repair publishes the resolution it records, before it returns", { timeout: 240_000 }, async () => {
+    const h = await Harness.create("findings-repair");
+    harness = h;
+    await h.clearGraph();
+    const [B, C] = ["rp-agt-002", "rp-agt-003"];
+    const opened = finding("default", "undeclared-escalation", B, C);
+    const resolved = finding("default", "undeclared-escalation-resolved", B, C);
+    await h.startProjector();
+    await h.publish([
+      snapshot(B, { escalation_path: [] }),
+      snapshot(C, { escalation_path: [] }),
+      outcome("rp-o-b", B),
+      outcome("rp-o-c", C),
+      escalation("rp-o-b", "rp-o-c", 100),
+    ]);
+    await h.waitForCaughtUp();
+    await until("the finding published", async () => (await publishedIds(h)).includes(opened.finding_id));
+    // The registry declares B→C while no instance runs: the graph drifts, and only a repair applies it.
+    await h.stopProjectors();
+    await h.publish([snapshot(B, { registry_version: 2, escalation_path: [C] })]);
+
+    const repair = await cli(h, ["reconcile", "--repair"]);
+    expect(repair.code, repair.output).toBe(0);
+    expect(repair.stdout).toContain("repaired 1 agent(s)");
+    // Right after the command, no service running: the resolution is on the topic and marked published.
+    expect(await publishedIds(h)).toContain(resolved.finding_id);
+    expect(repair.stdout).toContain("published 1 finding(s)");
+    const inGraph = await h.graph().read(h.config.neo4j.database, LIST_FINDINGS, { tenant: null, open: false });
+    expect(inGraph.map((f) => [f.finding_id, f.published]).sort()).toEqual(
+      [
+        [opened.finding_id, true],
+        [resolved.finding_id, true],
+      ].sort(),
+    );
   });
 });

@@ -15,6 +15,13 @@ export function registerFindingSchema(config: Config["registry"], topic: string)
   return registerSubject(config, findingsSubject(topic), findingSchema(), WHAT);
 }
 
+/** The findings schema's id as `run` and other publishers get it: registered, or only looked up (REGISTER_SCHEMAS). */
+export function findingSchemaId(config: Pick<Config, "registry" | "registerSchemas">, topic: string): Promise<number> {
+  return config.registerSchemas
+    ? registerFindingSchema(config.registry, topic)
+    : registeredFindingSchema(config.registry, topic);
+}
+
 /**
  * The id of our findings schema, which someone registered before: `run` with REGISTER_SCHEMAS=false
  * only reads the registry, so that a read-only registry principal can run it. Not registered is a
