@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
 import { readTopicsToEnd } from "../../src/adapters/kafka/read-topic.js";
@@ -6,6 +5,7 @@ import { registerFindingSchema } from "../../src/adapters/registry/findings-subj
 import { LIST_FINDINGS } from "../../src/cypher/findings.js";
 import { type Finding, finding } from "../../src/model/findings.js";
 import { escalation, outcome, snapshot } from "../support/builders.js";
+import { runCli } from "../support/cli.js";
 import { Harness } from "../support/harness.js";
 
 /** The finding ids on the findings topic now. */
@@ -23,27 +23,6 @@ async function until(what: string, check: () => Promise<boolean>, timeoutMs = 60
     if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
-}
-
-function cli(h: Harness, args: string[]): Promise<{ code: number | null; stdout: string; output: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ["bin/agent-graph-projector.js", ...args], {
-      env: { ...process.env, ...h.env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let output = "";
-    child.stdout.on("data", (chunk) => {
-      stdout += chunk;
-      output += chunk;
-    });
-    child.stderr.on("data", (chunk) => (output += chunk));
-    const timer = setTimeout(() => child.kill("SIGKILL"), 90_000);
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, output });
-    });
-  });
 }
 
 /** Operating the findings outbox on real servers: its schema subject, and who publishes what. */
@@ -111,7 +90,7 @@ describe("governance findings, operated", () => {
     await h.stopProjectors();
     await h.publish([snapshot(B, { registry_version: 2, escalation_path: [C] })]);
 
-    const repair = await cli(h, ["reconcile", "--repair"]);
+    const repair = await runCli(h.env, ["reconcile", "--repair"], 90_000);
     expect(repair.code, repair.output).toBe(0);
     expect(repair.stdout).toContain("repaired 1 agent(s)");
     // Right after the command, no service running: the resolution is on the topic and marked published.
