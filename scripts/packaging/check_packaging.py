@@ -230,7 +230,7 @@ def check_dashboard(repo: Path) -> None:
               "agp_neo4j_updates_total", 'result=~"deferred|dead-lettered"', "agp_freshness_seconds_bucket",
               "agp_partition_paused", "agp_partition_consecutive_failures", "agp_build_info", "$__rate_interval",
               "agp_last_commit_timestamp_seconds", "agp_oldest_unapplied_record_age_seconds",
-              "agp_findings_total"]
+              "agp_findings_total", "agp_findings_unpublished"]
     all_exprs = "\n".join(t["expr"] for p in dashboard["panels"] for t in p.get("targets", []))
     missing = [w for w in wanted if w not in all_exprs]
     if missing:

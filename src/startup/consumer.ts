@@ -70,6 +70,7 @@ export async function buildConsumer(
     schemaId,
     topic: names.findings,
     logger,
+    metrics,
   });
   ctx.opened(() => findings.stop());
 

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
+import { ensureTopics, findingsTopicSpec, replicationFor } from "../../src/adapters/kafka/admin.js";
 import { readTopicsToEnd } from "../../src/adapters/kafka/read-topic.js";
 import { registerFindingSchema } from "../../src/adapters/registry/findings-subject.js";
 import { LIST_FINDINGS } from "../../src/cypher/findings.js";
@@ -103,5 +104,35 @@ describe("governance findings, operated", () => {
         [resolved.finding_id, true],
       ].sort(),
     );
+  });
+
+  it("agp_findings_unpublished counts what waits in the outbox: the findings while the topic is away, 0 once published", async () => {
+    const h = await Harness.create("findings-unpublished");
+    harness = h;
+    await h.clearGraph();
+    // No findings topic: the transaction records the findings, publishing them fails until it exists.
+    await h.admin.deleteTopics({ topics: [h.names.findings] });
+    const service = await h.startProjector({ CREATE_TOPICS_ON_START: "false" });
+    const gauge = () => service.metrics.registry.getSingleMetricAsString("agp_findings_unpublished");
+    await h.publish([
+      snapshot("up-agt-001", { escalation_path: [] }),
+      snapshot("up-agt-002", { escalation_path: [] }),
+      outcome("up-o-1", "up-agt-001"),
+      outcome("up-o-2", "up-agt-002"),
+      escalation("up-o-1", "up-o-2", 100),
+      escalation("up-o-2", "up-o-1", 101),
+    ]);
+    await h.waitForCaughtUp();
+    await until("two findings counted as unpublished", async () =>
+      (await gauge()).includes('agp_findings_unpublished{tenant="default"} 2'),
+    );
+
+    await ensureTopics(h.admin, [
+      findingsTopicSpec(h.names, { partitions: 1, ...(await replicationFor(h.admin, undefined)) }),
+    ]);
+    await until("the findings published and the gauge back to 0", async () =>
+      (await gauge()).includes('agp_findings_unpublished{tenant="default"} 0'),
+    );
+    expect(await publishedIds(h)).toHaveLength(2);
   });
 });

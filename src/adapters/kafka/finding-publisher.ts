@@ -1,10 +1,10 @@
 import type { SchemaRegistry } from "@kafkajs/confluent-schema-registry";
 import type { Producer } from "kafkajs";
 import { sharedDatabases, type TenantRoute } from "../../config.js";
-import { markPublished, UNPUBLISHED_FINDINGS } from "../../cypher/findings.js";
+import { markPublished, UNPUBLISHED_COUNTS, UNPUBLISHED_FINDINGS } from "../../cypher/findings.js";
 import { boundedText, errorMessage } from "../../errors.js";
 import { backoffMs } from "../../pipeline/retry.js";
-import { type GraphWriter, type Logger, type Sleep, systemSleep } from "../../ports.js";
+import { type FindingMetrics, type GraphWriter, type Logger, type Sleep, systemSleep } from "../../ports.js";
 import { sendBatchAtLeastOnce } from "./client.js";
 
 /** Findings read and published per round trip. */
@@ -62,6 +62,8 @@ export function createFindingPublisher(deps: {
   readonly schemaId: number;
   readonly topic: string;
   readonly logger: Logger;
+  /** Counted after every round, published or failed: a finding stuck in the outbox shows. */
+  readonly metrics?: FindingMetrics;
   readonly sleep?: Sleep;
 }): FindingPublisher {
   const sleep = deps.sleep ?? systemSleep;
@@ -105,12 +107,29 @@ export function createFindingPublisher(deps: {
     return total;
   }
 
+  /** Counts what is left to publish; when the graph does not answer, the gauge keeps its last count. */
+  async function countUnpublished(metrics: FindingMetrics): Promise<void> {
+    const byTenant = new Map<string, number>();
+    try {
+      for (const { database } of deps.outboxes)
+        for (const row of await deps.graph.read(database, UNPUBLISHED_COUNTS, {})) {
+          const tenant = String(row.tenant_id);
+          byTenant.set(tenant, (byTenant.get(tenant) ?? 0) + Number(row.unpublished));
+        }
+    } catch {
+      return;
+    }
+    metrics.setUnpublishedFindings(byTenant);
+  }
+
   async function round(): Promise<void> {
     for (let attempt = 1; !stopped; attempt++) {
       try {
         await sweep();
+        if (deps.metrics) await countUnpublished(deps.metrics);
         return;
       } catch (error) {
+        if (deps.metrics) await countUnpublished(deps.metrics);
         const waitMs = backoffMs(attempt, FIRST_WAIT_MS, MAX_WAIT_MS);
         deps.logger.warn(
           { attempt, waitMs, error: boundedText(errorMessage(error)) },
