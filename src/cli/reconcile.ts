@@ -91,7 +91,7 @@ async function publishFindings(config: Config, logger: AppLogger, graph: GraphWr
     return await publisher.sweep();
   } catch (error) {
     throw new Error(
-      `repaired, but publishing the findings failed (they stay in the graph; the service publishes them with its next findings or at its next start): ${errorMessage(error)}`,
+      `publishing the findings failed (they stay in the graph; the service publishes them with its next findings or at its next start): ${errorMessage(error)}`,
       { cause: error },
     );
   } finally {
