@@ -19,6 +19,7 @@ import { ensureTopics, topicSpecs } from "../src/adapters/kafka/admin.js";
 import { createKafka, createProducer } from "../src/adapters/kafka/client.js";
 import { publishEvents } from "../src/adapters/kafka/event-publisher.js";
 import { createGraphWriter } from "../src/adapters/neo4j/graph-writer.js";
+import { registerFindingSchema } from "../src/adapters/registry/findings-subject.js";
 import { createSchemaRegistry, registerSchemas } from "../src/adapters/registry/schema-registry.js";
 import { loadConfig } from "../src/config.js";
 import { errorMessage } from "../src/errors.js";
@@ -180,6 +181,7 @@ async function main(): Promise<void> {
   const names = topicNames(config.topics);
   await ensureTopics(admin, topicSpecs(names, { partitions: PARTITIONS, replicationFactor: 1 }));
   const schemaIds = await registerSchemas(config.registry, names.source);
+  await registerFindingSchema(config.registry, names.findings);
   const producer = createProducer(kafka);
   await producer.connect();
   t = performance.now();

@@ -2,8 +2,9 @@
  * `npm run demo`: the projector end to end. Brings up the local stack unless KAFKA_BROKERS,
  * NEO4J_URI and SCHEMA_REGISTRY_URL point at servers of your own; creates the topics; registers the
  * schemas; publishes a realistic registry and runtime log; runs the projector until it has caught up;
- * prints the §4 governance report; then keeps running as the service until Ctrl-C
- * (`-- --exit-after-report` stops after the report; `-- --json` prints the report as JSON).
+ * prints the §4 governance report and the governance findings the data produced (once published);
+ * then keeps running as the service until Ctrl-C (`-- --exit-after-report` stops after the report;
+ * `-- --json` prints the report, with the findings under `findings`, as JSON).
  */
 import { parseArgs } from "node:util";
 import { pino } from "pino";
@@ -12,11 +13,14 @@ import { createKafka, createProducer } from "../src/adapters/kafka/client.js";
 import { publishEvents } from "../src/adapters/kafka/event-publisher.js";
 import { fetchLag } from "../src/adapters/kafka/group-admin.js";
 import { createDriver, createGraphWriter } from "../src/adapters/neo4j/graph-writer.js";
+import { registerFindingSchema } from "../src/adapters/registry/findings-subject.js";
 import { createSchemaRegistry, registerSchemas } from "../src/adapters/registry/schema-registry.js";
+import { listFindings } from "../src/cli/findings.js";
+import { printRows } from "../src/cli/output.js";
 import { printReport } from "../src/cli/report.js";
-import { loadConfig } from "../src/config.js";
+import { type Config, loadConfig } from "../src/config.js";
 import { createLogger } from "../src/logger.js";
-import { noopMetrics } from "../src/ports.js";
+import { type GraphWriter, noopMetrics } from "../src/ports.js";
 import { governanceReport } from "../src/report.js";
 import { startService } from "../src/service.js";
 import { consumedTopics, topicNames } from "../src/topics.js";
@@ -47,6 +51,7 @@ async function main(): Promise<void> {
   );
   const registry = createSchemaRegistry(config.registry);
   const schemaIds = await registerSchemas(config.registry, names.source);
+  await registerFindingSchema(config.registry, names.findings);
   say(
     `topics ready (${Object.values(names.source).join(", ")}), schemas registered (ids ${Object.values(schemaIds).join(", ")})`,
   );
@@ -80,14 +85,24 @@ async function main(): Promise<void> {
   say(`caught up in ${((Date.now() - started) / 1000).toFixed(1)}s`);
 
   const driver = createDriver(config.neo4j);
+  const graph = createGraphWriter(driver, noopMetrics, config.neo4j.txTimeoutMs);
   const report = await governanceReport(
-    createGraphWriter(driver, noopMetrics, config.neo4j.txTimeoutMs),
+    graph,
     config.tenants[0]?.database ?? config.neo4j.database,
     config.terminalAgentIds,
     { id: revocation.agent_id, limit: 10 },
   );
+  const findings = await publishedFindings(graph, config.tenants);
   await driver.close();
-  printReport(report, flags.json === true);
+  if (flags.json) {
+    process.stdout.write(`${JSON.stringify({ ...report, findings }, null, 2)}\n`);
+  } else {
+    printReport(report, false);
+    printRows(findings, {
+      title: `Governance findings — announced on ${names.findings} (agent-graph-projector findings)`,
+      empty: "none",
+    });
+  }
   if (!flags.json) {
     process.stdout.write(`
 Where to look next
@@ -97,6 +112,7 @@ Where to look next
                  MATCH p = (a:Agent)-[:CAN_ESCALATE_TO*1.. {declared: true}]->(t:Agent {agent_id: 'os-agt-001'}) RETURN p LIMIT 5
   publish more   npx agent-graph-projector produce events.ndjson   (one JSON event a line, "type" names the topic)
   the report     npx agent-graph-projector report --agent ${revocation.agent_id}
+  the findings   npx agent-graph-projector findings --open
 `);
   }
   await admin.disconnect();
@@ -109,6 +125,19 @@ Where to look next
   process.once("SIGINT", stop);
   process.once("SIGTERM", stop);
   await service.done;
+}
+
+/**
+ * The findings in the graph once the service has published them (it does so right after the batch
+ * that recorded them); after a bound, as they are, so that the demo never waits on a broken topic.
+ */
+async function publishedFindings(graph: GraphWriter, tenants: Config["tenants"]): Promise<Record<string, unknown>[]> {
+  const until = Date.now() + 30_000;
+  for (;;) {
+    const findings = await listFindings(graph, tenants, false);
+    if (findings.every((f) => f.published === true) || Date.now() > until) return findings;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
 }
 
 main().then(

@@ -169,6 +169,12 @@ export interface Metrics {
   recordFinding(tenant: string, kind: FindingKind): void;
 }
 
+/** What the findings publisher reports. */
+export interface FindingMetrics {
+  /** Findings in the graph not yet published, per tenant, as the publisher last counted them. */
+  setUnpublishedFindings(byTenant: ReadonlyMap<string, number>): void;
+}
+
 /** Why a consumed partition is paused: see pipeline/partition-policy.ts. */
 export type PauseReason = "failure" | "catch-up-hold" | "retry-not-due";
 

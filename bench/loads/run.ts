@@ -3,6 +3,7 @@ import type { SchemaRegistry } from "@kafkajs/confluent-schema-registry";
 import type { Admin, Producer } from "kafkajs";
 import type { Driver } from "neo4j-driver";
 import { ensureTopics, topicSpecs } from "../../src/adapters/kafka/admin.js";
+import { registerFindingSchema } from "../../src/adapters/registry/findings-subject.js";
 import { registerSchemas } from "../../src/adapters/registry/schema-registry.js";
 import type { Config } from "../../src/config.js";
 import type { ProjectorEvent } from "../../src/model/events.js";
@@ -45,6 +46,7 @@ export async function loadTopics(
     escalationEdge: `${run.prefix}-${label}.escalation-edge`,
   });
   await ensureTopics(run.admin, topicSpecs(names, { partitions: PARTITIONS, replicationFactor: 1 }));
+  await registerFindingSchema(run.config.registry, names.findings);
   return { names, ids: await registerSchemas(run.config.registry, names.source) };
 }
 

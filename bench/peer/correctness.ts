@@ -15,6 +15,7 @@ import { ensureTopics, topicSpecs } from "../../src/adapters/kafka/admin.js";
 import { publishEvents } from "../../src/adapters/kafka/event-publisher.js";
 import { fetchLag } from "../../src/adapters/kafka/group-admin.js";
 import { dumpGraph } from "../../src/adapters/neo4j/dump.js";
+import { registerFindingSchema } from "../../src/adapters/registry/findings-subject.js";
 import { registerSchemas } from "../../src/adapters/registry/schema-registry.js";
 import type { Config } from "../../src/config.js";
 import type { ProjectorEvent } from "../../src/model/events.js";
@@ -92,6 +93,7 @@ export async function runCorrectness(ctx: CorrectnessContext, log: EventLog): Pr
       });
       await ensureTopics(ctx.admin, topicSpecs(names, { partitions: ctx.partitions, replicationFactor: 1 }));
       const schemaIds = await registerSchemas(ctx.config.registry, names.source);
+      await registerFindingSchema(ctx.config.registry, names.findings);
       await wipeGraph(ctx.driver, ctx.database);
       const stages = stagesOf(delivery, log);
       const records = stages.reduce((sum, stage) => sum + stage.length, 0);

@@ -1,11 +1,15 @@
 import type { Command } from "commander";
-import { createKafka } from "../adapters/kafka/client.js";
+import { createKafka, createProducer } from "../adapters/kafka/client.js";
+import { createFindingPublisher, findingOutboxes } from "../adapters/kafka/finding-publisher.js";
 import { createTopicReader } from "../adapters/kafka/read-topic.js";
 import { createDriver, createGraphWriter } from "../adapters/neo4j/graph-writer.js";
+import { findingSchemaId } from "../adapters/registry/findings-subject.js";
 import { createAvroDecoder, createSchemaRegistry } from "../adapters/registry/schema-registry.js";
-import { sharedDatabases } from "../config.js";
+import { type Config, sharedDatabases } from "../config.js";
+import { errorMessage } from "../errors.js";
+import type { AppLogger } from "../logger.js";
 import { validationRules } from "../model/validate.js";
-import { noopMetrics } from "../ports.js";
+import { type GraphWriter, noopMetrics } from "../ports.js";
 import { reconcileRegistry } from "../reconcile/reconcile.js";
 import { action, cliContext } from "./context.js";
 import { printRows } from "./output.js";
@@ -16,12 +20,16 @@ export function registerReconcile(program: Command): void {
     .description(
       "diff the compacted registry topic against the Agent/Workflow/Tool projection (§5); --repair re-applies §3.1/§3.2 for drifted agents",
     )
-    .option("--repair", "re-apply the registry projection for every drifted agent")
+    .option(
+      "--repair",
+      "re-apply the registry projection for every drifted agent, then publish the findings that recorded",
+    )
     .option("--json", "print JSON")
     .action(
       action(async (options: { repair?: boolean; json?: boolean }) => {
         const { config, logger } = cliContext();
         const driver = createDriver(config.neo4j);
+        const graph = createGraphWriter(driver, noopMetrics, config.neo4j.txTimeoutMs);
         try {
           let total = 0;
           for (const route of config.tenants) {
@@ -29,7 +37,7 @@ export function registerReconcile(program: Command): void {
               reader: createTopicReader(createKafka(config.kafka, logger)),
               topic: config.topics.registryMutation,
               decoder: createAvroDecoder(createSchemaRegistry(config.registry)),
-              graph: createGraphWriter(driver, noopMetrics, config.neo4j.txTimeoutMs),
+              graph,
               database: route.database,
               tenantId: route.tenantId,
               rules: validationRules(config.tenants, config.limits),
@@ -51,9 +59,42 @@ export function registerReconcile(program: Command): void {
             if (result.repaired > 0) process.stdout.write(`repaired ${result.repaired} agent(s)\n`);
           }
           if (total > 0 && !options.repair) process.exitCode = 3;
+          if (options.repair) {
+            const published = await publishFindings(config, logger, graph);
+            if (published > 0 && !options.json) process.stdout.write(`published ${published} finding(s)\n`);
+          }
         } finally {
           await driver.close();
         }
       }),
     );
+}
+
+/**
+ * A repair that declares an observed edge resolves its finding in the graph's outbox: publish it now,
+ * as the service would after a batch, rather than at the service's next finding or start. One sweep;
+ * a failure leaves the findings in the graph for the service and says so.
+ */
+async function publishFindings(config: Config, logger: AppLogger, graph: GraphWriter): Promise<number> {
+  const producer = createProducer(createKafka(config.kafka, logger));
+  try {
+    await producer.connect();
+    const publisher = createFindingPublisher({
+      graph,
+      outboxes: findingOutboxes(config.tenants),
+      producer,
+      registry: createSchemaRegistry(config.registry),
+      schemaId: await findingSchemaId(config, config.topics.findings),
+      topic: config.topics.findings,
+      logger,
+    });
+    return await publisher.sweep();
+  } catch (error) {
+    throw new Error(
+      `publishing the findings failed (they stay in the graph; the service publishes them with its next findings or at its next start): ${errorMessage(error)}`,
+      { cause: error },
+    );
+  } finally {
+    await producer.disconnect().catch(() => {});
+  }
 }

@@ -11,6 +11,7 @@ import { createKafka } from "../adapters/kafka/client.js";
 import { raiseHandOffLimits } from "../adapters/kafka/topic-limits.js";
 import { createDriver } from "../adapters/neo4j/graph-writer.js";
 import { migrate } from "../adapters/neo4j/migrate.js";
+import { registerFindingSchema } from "../adapters/registry/findings-subject.js";
 import {
   COMPATIBILITY_LEVELS,
   type CompatibilityLevel,
@@ -138,7 +139,7 @@ export function registerSetup(program: Command): void {
   program
     .command("schemas")
     .description(
-      "register the Avro reader schemas under <topic>-value; subjects keep their compatibility level unless --compatibility is given",
+      "register the Avro reader schemas and the findings schema under <topic>-value; subjects keep their compatibility level unless --compatibility is given",
     )
     .addOption(
       new Option("--compatibility <level>", "set each subject to this level first").choices(COMPATIBILITY_LEVELS),
@@ -146,13 +147,19 @@ export function registerSetup(program: Command): void {
     .action(
       action(async (options: { compatibility?: CompatibilityLevel }) => {
         const { config } = cliContext();
+        const names = topicNames(config.topics);
         const ids = await registerSchemas(
           config.registry,
-          topicNames(config.topics).source,
+          names.source,
           options.compatibility ? { compatibility: options.compatibility } : {},
         );
+        // Ours: `run` with REGISTER_SCHEMAS=false only looks it up.
+        const findings = await registerFindingSchema(config.registry, names.findings);
         printRows(
-          Object.entries(ids).map(([stream, id]) => ({ stream, schema_id: id })),
+          [
+            ...Object.entries(ids).map(([stream, id]) => ({ stream, schema_id: id })),
+            { stream: "governance-finding", schema_id: findings },
+          ],
           {},
         );
       }),

@@ -46,6 +46,13 @@ ORDER BY f.detected_at, f.finding_id
 LIMIT toInteger($limit)
 `;
 
+/** How many findings wait to be published, per tenant (the publisher's gauge). */
+export const UNPUBLISHED_COUNTS = `
+MATCH (f:Finding)
+WHERE f.published = false
+RETURN f.tenant_id AS tenant_id, count(*) AS unpublished
+`;
+
 /** Marks published findings; a finding another instance published meanwhile is marked again, harmlessly. */
 export const markPublished = (scoped: boolean): string => `
 UNWIND $rows AS row

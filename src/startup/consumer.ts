@@ -2,14 +2,13 @@ import type { Producer } from "kafkajs";
 import { type CatchUpHold, createCatchUpHold } from "../adapters/kafka/catch-up-hold.js";
 import { createProducer } from "../adapters/kafka/client.js";
 import { createProjectorConsumer, type ProjectorConsumer } from "../adapters/kafka/consumer.js";
-import { createFindingPublisher, type FindingPublisher } from "../adapters/kafka/finding-publisher.js";
+import { createFindingPublisher, type FindingPublisher, findingOutboxes } from "../adapters/kafka/finding-publisher.js";
 import { createLagMonitor, type LagMonitor } from "../adapters/kafka/lag-monitor.js";
 import { createRecordSink } from "../adapters/kafka/record-sink.js";
 import { createUpstreamProgress } from "../adapters/kafka/upstream-progress.js";
 import type { PrometheusMetrics } from "../adapters/metrics/prometheus.js";
-import { createSchemaRegistry, registerSubject } from "../adapters/registry/schema-registry.js";
-import { sharedDatabases } from "../config.js";
-import { findingSchema } from "../model/schemas.js";
+import { findingSchemaId, findingsSubject } from "../adapters/registry/findings-subject.js";
+import { createSchemaRegistry } from "../adapters/registry/schema-registry.js";
 import { validationRules } from "../model/validate.js";
 import { type BatchDeps, processBatch } from "../pipeline/process-batch.js";
 import type { Decoder, GraphWriter } from "../ports.js";
@@ -58,20 +57,20 @@ export async function buildConsumer(
     logger,
   });
 
-  // The findings topic is ours, so is its subject: registered whatever REGISTER_SCHEMAS says.
-  const subject = `${names.findings}-value`;
+  // Registering needs write access to the registry, which REGISTER_SCHEMAS=false says we may not have.
+  const subject = findingsSubject(names.findings);
   const schemaId = await ctx.step(`schema registry at ${config.registry.url} (subject ${subject})`, () =>
-    registerSubject(config.registry, subject, findingSchema(), "the governance-finding schema"),
+    findingSchemaId(config, names.findings),
   );
-  const shared = sharedDatabases(config.tenants);
   const findings = createFindingPublisher({
     graph: parts.graph,
-    outboxes: [...new Set(parts.databases.values())].map((database) => ({ database, scoped: shared.has(database) })),
+    outboxes: findingOutboxes(config.tenants),
     producer,
     registry: createSchemaRegistry(config.registry),
     schemaId,
     topic: names.findings,
     logger,
+    metrics,
   });
   ctx.opened(() => findings.stop());
 

@@ -68,6 +68,7 @@ describe("alerting rules", () => {
         "AgpCatchUpHoldLong",
         "AgpNoInstance",
         "AgpCrashLooping",
+        "AgpUndeclaredEscalation",
       ]),
     );
     const runbook = readFileSync(join(root, "docs/runbook.md"), "utf8");

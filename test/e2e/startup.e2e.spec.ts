@@ -120,6 +120,11 @@ describe("a start-up failure ends the process with one line naming the cause", (
       line: /registering the reader schemas \(REGISTER_SCHEMAS\): registering our outcome-created schema under subject .* \(compatibility BACKWARD\) was refused: HTTP 409/,
     },
     {
+      cause: "the findings schema not registered, REGISTER_SCHEMAS=false",
+      env: () => ({ TOPIC_GOVERNANCE_FINDINGS: `${harness.names.findings}-unregistered` }),
+      line: /the governance-finding schema is not registered under subject .*-unregistered-value: register it with `agent-graph-projector schemas`/,
+    },
+    {
       cause: "migrations off, constraints missing",
       env: () => ({ MIGRATE_ON_START: "false", TENANTS: "a=neo4j,b=neo4j" }),
       line: /Neo4j at .*: database "neo4j" lacks the §6 constraint\(s\) agent_tenant_agent_id, .* \(MIGRATE_ON_START=false\); run "agent-graph-projector migrate"/,

@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { type Message, Partitioners, type Producer } from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -18,6 +17,7 @@ import type { RunningService } from "../../src/service.js";
 import { consumedTopics, STREAMS } from "../../src/topics.js";
 import { agentId, generateEventLog, prng, SMALL_WORKLOAD } from "../../workload/generate.js";
 import { snapshot, tombstone } from "../support/builders.js";
+import { runCli } from "../support/cli.js";
 import { Harness } from "../support/harness.js";
 import { referenceGraph } from "../support/reference-model.js";
 
@@ -106,30 +106,8 @@ describe("transactional source topics", () => {
       .map((line) => Number(line.slice(line.lastIndexOf(" ") + 1)));
   }
 
-  /** Runs the CLI on this file's topics; killed (and failed) if it has not finished within `boundMs`. */
-  function cli(args: string[], boundMs = 60_000): Promise<{ code: number | null; stdout: string; output: string }> {
-    return new Promise((resolve) => {
-      const child = spawn(process.execPath, ["bin/agent-graph-projector.js", ...args], {
-        env: { ...process.env, ...harness.env },
-        stdio: ["ignore", "pipe", "pipe"],
-      });
-      let stdout = "";
-      let output = "";
-      child.stdout.on("data", (chunk) => {
-        stdout += chunk;
-        output += chunk;
-      });
-      child.stderr.on("data", (chunk) => (output += chunk));
-      const timer = setTimeout(() => {
-        output += `\n[${args.join(" ")} did not finish within ${boundMs} ms; killed]`;
-        child.kill("SIGKILL");
-      }, boundMs);
-      child.on("close", (code) => {
-        clearTimeout(timer);
-        resolve({ code, stdout, output: output.slice(-3000) });
-      });
-    });
-  }
+  /** Runs the CLI on this file's topics. */
+  const cli = (args: string[], boundMs?: number) => runCli(harness.env, args, boundMs);
 
   beforeAll(async () => {
     harness = await Harness.create("txn", { CATCH_UP_HOLD_RECORDS: "1" });

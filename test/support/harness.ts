@@ -11,6 +11,7 @@ import { readTopicsToEnd } from "../../src/adapters/kafka/read-topic.js";
 import { createRecordSink } from "../../src/adapters/kafka/record-sink.js";
 import { dumpGraph } from "../../src/adapters/neo4j/dump.js";
 import { createGraphWriter } from "../../src/adapters/neo4j/graph-writer.js";
+import { registerFindingSchema } from "../../src/adapters/registry/findings-subject.js";
 import { registerSchemas } from "../../src/adapters/registry/schema-registry.js";
 import { type Config, loadConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
@@ -87,7 +88,8 @@ export class Harness {
   /**
    * A spec's clients over fresh topics. The harness plays the producers' part and registers the reader
    * schemas under the new subjects, unless `registerSchemas` is false (a spec that sets the subjects
-   * up itself, then hands the ids to useSchemaIds).
+   * up itself, then hands the ids to useSchemaIds). The findings schema is registered either way, as
+   * `schemas` does before a service that may not register runs.
    */
   static async create(
     prefix: string,
@@ -108,6 +110,8 @@ export class Harness {
     );
     if (options.registerSchemas !== false)
       harness.schemaIds = await registerSchemas(harness.config.registry, harness.names.source);
+    // The findings subject is the operator's (set up by `schemas`), whoever owns the source subjects.
+    await registerFindingSchema(harness.config.registry, harness.names.findings);
     return harness;
   }
 

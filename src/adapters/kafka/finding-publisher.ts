@@ -1,9 +1,10 @@
 import type { SchemaRegistry } from "@kafkajs/confluent-schema-registry";
 import type { Producer } from "kafkajs";
-import { markPublished, UNPUBLISHED_FINDINGS } from "../../cypher/findings.js";
+import { sharedDatabases, type TenantRoute } from "../../config.js";
+import { markPublished, UNPUBLISHED_COUNTS, UNPUBLISHED_FINDINGS } from "../../cypher/findings.js";
 import { boundedText, errorMessage } from "../../errors.js";
 import { backoffMs } from "../../pipeline/retry.js";
-import { type GraphWriter, type Logger, type Sleep, systemSleep } from "../../ports.js";
+import { type FindingMetrics, type GraphWriter, type Logger, type Sleep, systemSleep } from "../../ports.js";
 import { sendBatchAtLeastOnce } from "./client.js";
 
 /** Findings read and published per round trip. */
@@ -18,6 +19,11 @@ export interface FindingPublisher {
   /** Resolves when nothing is being published (tests, shutdown). */
   idle(): Promise<void>;
   /**
+   * One sweep of every outbox, not tried again: resolves with how many findings it published, rejects
+   * with the first failure (one-shot commands, which report it rather than wait for Kafka).
+   */
+  sweep(): Promise<number>;
+  /**
    * No new rounds; waits a few seconds for the one in flight, not for its backoff. Unpublished
    * findings stay in the graph for the next start's sweep.
    */
@@ -28,6 +34,15 @@ export interface FindingOutbox {
   readonly database: string;
   /** Several tenants share the database (cypher/tenant.ts). */
   readonly scoped: boolean;
+}
+
+/** One outbox per database the tenants are served from. */
+export function findingOutboxes(tenants: readonly TenantRoute[]): FindingOutbox[] {
+  const shared = sharedDatabases(tenants);
+  return [...new Set(tenants.map((route) => route.database))].map((database) => ({
+    database,
+    scoped: shared.has(database),
+  }));
 }
 
 /**
@@ -47,6 +62,8 @@ export function createFindingPublisher(deps: {
   readonly schemaId: number;
   readonly topic: string;
   readonly logger: Logger;
+  /** Counted after every round, published or failed: a finding stuck in the outbox shows. */
+  readonly metrics?: FindingMetrics;
   readonly sleep?: Sleep;
 }): FindingPublisher {
   const sleep = deps.sleep ?? systemSleep;
@@ -76,19 +93,43 @@ export function createFindingPublisher(deps: {
     return rows.length;
   }
 
+  async function sweep(): Promise<number> {
+    let total = 0;
+    for (const outbox of deps.outboxes) {
+      let published = 0;
+      for (let page = PAGE; page === PAGE && !stopped; ) {
+        page = await publishPage(outbox);
+        published += page;
+      }
+      if (published > 0) deps.logger.info({ database: outbox.database, published }, "findings published");
+      total += published;
+    }
+    return total;
+  }
+
+  /** Counts what is left to publish; when the graph does not answer, the gauge keeps its last count. */
+  async function countUnpublished(metrics: FindingMetrics): Promise<void> {
+    const byTenant = new Map<string, number>();
+    try {
+      for (const { database } of deps.outboxes)
+        for (const row of await deps.graph.read(database, UNPUBLISHED_COUNTS, {})) {
+          const tenant = String(row.tenant_id);
+          byTenant.set(tenant, (byTenant.get(tenant) ?? 0) + Number(row.unpublished));
+        }
+    } catch {
+      return;
+    }
+    metrics.setUnpublishedFindings(byTenant);
+  }
+
   async function round(): Promise<void> {
     for (let attempt = 1; !stopped; attempt++) {
       try {
-        for (const outbox of deps.outboxes) {
-          let published = 0;
-          for (let page = PAGE; page === PAGE && !stopped; ) {
-            page = await publishPage(outbox);
-            published += page;
-          }
-          if (published > 0) deps.logger.info({ database: outbox.database, published }, "findings published");
-        }
+        await sweep();
+        if (deps.metrics) await countUnpublished(deps.metrics);
         return;
       } catch (error) {
+        if (deps.metrics) await countUnpublished(deps.metrics);
         const waitMs = backoffMs(attempt, FIRST_WAIT_MS, MAX_WAIT_MS);
         deps.logger.warn(
           { attempt, waitMs, error: boundedText(errorMessage(error)) },
@@ -116,6 +157,7 @@ export function createFindingPublisher(deps: {
 
   return {
     recorded,
+    sweep,
     async idle() {
       while (running) await running;
     },

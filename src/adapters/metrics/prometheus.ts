@@ -3,13 +3,13 @@ import type { StatementResult } from "../../cypher/statement.js";
 import { DEFER_REASONS, type Fate, fateReason, REJECT_REASONS } from "../../model/fate.js";
 import { FINDING_KINDS } from "../../model/findings.js";
 import { ageSeconds } from "../../pipeline/unapplied-age.js";
-import type { ConsumerMetrics, Metrics, PauseReason } from "../../ports.js";
+import type { ConsumerMetrics, FindingMetrics, Metrics, PauseReason } from "../../ports.js";
 import { STREAMS, type Stream } from "../../topics.js";
 
 export const METRIC_PREFIX = "agp_";
 
 /** Everything the service exports, on one registry; the core sees only the Metrics interface. */
-export interface PrometheusMetrics extends Metrics, ConsumerMetrics {
+export interface PrometheusMetrics extends Metrics, ConsumerMetrics, FindingMetrics {
   readonly registry: Registry;
   recordConsumed(topic: string, partition: number, count: number): void;
   recordRebalance(): void;
@@ -207,6 +207,12 @@ export function createPrometheusMetrics(
     labelNames: ["tenant", "kind"],
     registers: [registry],
   });
+  const unpublished = new Gauge({
+    name: p("findings_unpublished"),
+    help: "Governance findings recorded in the graph and not yet published to the findings topic, per tenant, as the publisher last counted them (after each attempt).",
+    labelNames: ["tenant"],
+    registers: [registry],
+  });
   const lastCommit = new Gauge({
     name: p("last_commit_timestamp_seconds"),
     help: "Wall-clock time of the last offset commit per owned partition (the time it was assigned, before the first).",
@@ -218,6 +224,7 @@ export function createPrometheusMetrics(
   for (const topic of build.topics?.deadLetter ?? []) dlqPublished.inc({ topic }, 0);
   for (const topic of build.topics?.consumed ?? []) consumed.inc({ topic }, 0);
   for (const tenant of build.tenants ?? []) for (const kind of FINDING_KINDS) findings.inc({ tenant, kind }, 0);
+  for (const tenant of build.tenants ?? []) unpublished.set({ tenant }, 0);
   for (const stream of STREAMS) {
     for (const result of ["applied", "unchanged", "stale"]) records.inc({ stream, result, reason: "" }, 0);
     for (const reason of DEFER_REASONS) records.inc({ stream, result: "deferred", reason }, 0);
@@ -256,6 +263,11 @@ export function createPrometheusMetrics(
       for (const value of seconds) child.observe(value);
     },
     recordFinding: (tenant, kind) => findings.inc({ tenant, kind }),
+    setUnpublishedFindings(byTenant) {
+      // A served tenant with nothing left reads 0, not its last count.
+      for (const tenant of new Set([...(build.tenants ?? []), ...byTenant.keys()]))
+        unpublished.set({ tenant }, byTenant.get(tenant) ?? 0);
+    },
     recordConsumed: (topic, _partition, count) => consumed.inc({ topic }, count),
     recordRebalance: () => rebalances.inc(),
     setLag: (topic, partition, value) => lag.set({ topic, partition: String(partition) }, value),

@@ -363,3 +363,25 @@ export async function registerSubject(
   }
   return answer.body.id;
 }
+
+/**
+ * The id `schema` has under `subject`, or undefined when the subject does not hold it: the registry's
+ * lookup (`POST /subjects/{subject}`), which reads and never registers, so a read-only principal may
+ * ask it.
+ */
+export async function registeredId(
+  config: Config["registry"],
+  subject: string,
+  schema: object,
+): Promise<number | undefined> {
+  const answer = await registryRequest(config, "POST", `/subjects/${encodeURIComponent(subject)}`, {
+    schema: JSON.stringify(schema),
+  });
+  if (answer.status === 404) return undefined;
+  if (answer.status !== 200 || typeof answer.body.id !== "number") {
+    throw new FatalError(
+      `looking up subject ${subject} was refused: HTTP ${answer.status} ${String(answer.body.message ?? "")}`.trim(),
+    );
+  }
+  return answer.body.id;
+}

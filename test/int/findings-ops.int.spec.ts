@@ -1,0 +1,138 @@
+import { randomUUID } from "node:crypto";
+import { afterEach, describe, expect, it } from "vitest";
+import { ensureTopics, findingsTopicSpec, replicationFor } from "../../src/adapters/kafka/admin.js";
+import { readTopicsToEnd } from "../../src/adapters/kafka/read-topic.js";
+import { registerFindingSchema } from "../../src/adapters/registry/findings-subject.js";
+import { LIST_FINDINGS } from "../../src/cypher/findings.js";
+import { type Finding, finding } from "../../src/model/findings.js";
+import { escalation, outcome, snapshot } from "../support/builders.js";
+import { runCli } from "../support/cli.js";
+import { Harness } from "../support/harness.js";
+
+/** The finding ids on the findings topic now. */
+async function publishedIds(h: Harness): Promise<string[]> {
+  const decoding: Promise<Finding>[] = [];
+  await readTopicsToEnd(h.kafka, [h.names.findings], (record) => {
+    decoding.push(h.registry.decode(record.value as Buffer));
+  });
+  return (await Promise.all(decoding)).map((f) => f.finding_id);
+}
+
+async function until(what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
+
+/** Operating the findings outbox on real servers: its schema subject, and who publishes what. */
+describe("governance findings, operated", () => {
+  let harness: Harness | undefined;
+  afterEach(async () => {
+    await harness?.close();
+    harness = undefined;
+  });
+
+  it("REGISTER_SCHEMAS=false only looks the findings schema up: unregistered stops start-up naming the subject", async () => {
+    const h = await Harness.create("findings-subject");
+    harness = h;
+    await h.clearGraph();
+    const topic = `findings-${randomUUID().slice(0, 8)}`;
+    const subject = `${topic}-value`;
+    const env = { TOPIC_GOVERNANCE_FINDINGS: topic, REGISTER_SCHEMAS: "false", STARTUP_TIMEOUT_MS: "15000" };
+    const versions = () =>
+      fetch(`${h.config.registry.url}/subjects/${encodeURIComponent(subject)}/versions`).then((r) => r.status);
+
+    await expect(h.startProjector(env)).rejects.toThrow(
+      new RegExp(
+        `the governance-finding schema is not registered under subject ${subject}: register it with \`agent-graph-projector schemas\` \\(or run once with REGISTER_SCHEMAS=true\\)$`,
+      ),
+    );
+    // A read-only principal could not have registered it; nor did we.
+    expect(await versions()).toBe(404);
+
+    // Registered beforehand (as `schemas` does), the service starts and keeps the subject as it is.
+    const id = await registerFindingSchema(h.config.registry, topic);
+    await h.startProjector(env);
+    const listed = await fetch(`${h.config.registry.url}/subjects/${encodeURIComponent(subject)}/versions`);
+    expect(await listed.json()).toEqual([1]);
+    expect(id).toBeGreaterThan(0);
+  });
+
+  it("REGISTER_SCHEMAS=true registers the findings schema itself", async () => {
+    const h = await Harness.create("findings-subject-register");
+    harness = h;
+    await h.clearGraph();
+    const topic = `findings-${randomUUID().slice(0, 8)}`;
+    await h.startProjector({ TOPIC_GOVERNANCE_FINDINGS: topic, REGISTER_SCHEMAS: "true" });
+    const listed = await fetch(`${h.config.registry.url}/subjects/${encodeURIComponent(`${topic}-value`)}/versions`);
+    expect(listed.status).toBe(200);
+  });
+
+  it("reconcile --repair publishes the resolution it records, before it returns", { timeout: 240_000 }, async () => {
+    const h = await Harness.create("findings-repair");
+    harness = h;
+    await h.clearGraph();
+    const [B, C] = ["rp-agt-002", "rp-agt-003"];
+    const opened = finding("default", "undeclared-escalation", B, C);
+    const resolved = finding("default", "undeclared-escalation-resolved", B, C);
+    await h.startProjector();
+    await h.publish([
+      snapshot(B, { escalation_path: [] }),
+      snapshot(C, { escalation_path: [] }),
+      outcome("rp-o-b", B),
+      outcome("rp-o-c", C),
+      escalation("rp-o-b", "rp-o-c", 100),
+    ]);
+    await h.waitForCaughtUp();
+    await until("the finding published", async () => (await publishedIds(h)).includes(opened.finding_id));
+    // The registry declares B→C while no instance runs: the graph drifts, and only a repair applies it.
+    await h.stopProjectors();
+    await h.publish([snapshot(B, { registry_version: 2, escalation_path: [C] })]);
+
+    const repair = await runCli(h.env, ["reconcile", "--repair"], 90_000);
+    expect(repair.code, repair.output).toBe(0);
+    expect(repair.stdout).toContain("repaired 1 agent(s)");
+    // Right after the command, no service running: the resolution is on the topic and marked published.
+    expect(await publishedIds(h)).toContain(resolved.finding_id);
+    expect(repair.stdout).toContain("published 1 finding(s)");
+    const inGraph = await h.graph().read(h.config.neo4j.database, LIST_FINDINGS, { tenant: null, open: false });
+    expect(inGraph.map((f) => [f.finding_id, f.published]).sort()).toEqual(
+      [
+        [opened.finding_id, true],
+        [resolved.finding_id, true],
+      ].sort(),
+    );
+  });
+
+  it("agp_findings_unpublished counts what waits in the outbox: the findings while the topic is away, 0 once published", async () => {
+    const h = await Harness.create("findings-unpublished");
+    harness = h;
+    await h.clearGraph();
+    // No findings topic: the transaction records the findings, publishing them fails until it exists.
+    await h.admin.deleteTopics({ topics: [h.names.findings] });
+    const service = await h.startProjector({ CREATE_TOPICS_ON_START: "false" });
+    const gauge = () => service.metrics.registry.getSingleMetricAsString("agp_findings_unpublished");
+    await h.publish([
+      snapshot("up-agt-001", { escalation_path: [] }),
+      snapshot("up-agt-002", { escalation_path: [] }),
+      outcome("up-o-1", "up-agt-001"),
+      outcome("up-o-2", "up-agt-002"),
+      escalation("up-o-1", "up-o-2", 100),
+      escalation("up-o-2", "up-o-1", 101),
+    ]);
+    await h.waitForCaughtUp();
+    await until("two findings counted as unpublished", async () =>
+      (await gauge()).includes('agp_findings_unpublished{tenant="default"} 2'),
+    );
+
+    await ensureTopics(h.admin, [
+      findingsTopicSpec(h.names, { partitions: 1, ...(await replicationFor(h.admin, undefined)) }),
+    ]);
+    await until("the findings published and the gauge back to 0", async () =>
+      (await gauge()).includes('agp_findings_unpublished{tenant="default"} 0'),
+    );
+    expect(await publishedIds(h)).toHaveLength(2);
+  });
+});
