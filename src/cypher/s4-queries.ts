@@ -35,9 +35,12 @@ ORDER BY from_agent, to_agent
 /**
  * Whether agent `a` reaches a control terminal (`$terminal_ids`) over declared edges only. The same
  * test decides §4's question below and the terminal-unreachable findings (cypher/terminal-reach.ts).
+ * The far end has no label (CAN_ESCALATE_TO only ever ends at an Agent): with `t:Agent`, a plan made
+ * while the graph held agents and few edges scanned every Agent's index entry per row and expanded
+ * into `a`, instead of walking down from `a` (test/int/query-plans).
  */
 export const reachesTerminal = (a: string): string => `EXISTS {
-    MATCH (${a})-[:CAN_ESCALATE_TO*1.. {declared: true}]->(t:Agent)
+    MATCH (${a})-[:CAN_ESCALATE_TO*1.. {declared: true}]->(t)
     WHERE t.agent_id IN $terminal_ids
   }`;
 

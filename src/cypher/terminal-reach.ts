@@ -27,7 +27,8 @@ ${keyIndex(scoped, a, "Agent", "agent_id")}`;
 export const affectedBefore = (scoped: boolean): string => `
 ${agentOfRow(scoped, "c")}
 CALL (c) {
-  MATCH (a:Agent)-[:CAN_ESCALATE_TO*0.. {declared: true}]->(c)
+  // No label on the far end (CAN_ESCALATE_TO links Agents only): a plan may then only walk up from c.
+  MATCH (a)-[:CAN_ESCALATE_TO*0.. {declared: true}]->(c)
   RETURN DISTINCT a
 }
 WITH row.tenant_id AS tenant_id, a, collect(DISTINCT row.agent_id) AS causes
