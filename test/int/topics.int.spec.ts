@@ -5,6 +5,7 @@ import { ensureTopics, retryRetentionMs, topicSpecs } from "../../src/adapters/k
 import { createProducer } from "../../src/adapters/kafka/client.js";
 import { readTopicsToEnd } from "../../src/adapters/kafka/read-topic.js";
 import { createRecordSink, MAX_ERROR_MESSAGE_BYTES } from "../../src/adapters/kafka/record-sink.js";
+import { registerFindingSchema } from "../../src/adapters/registry/findings-subject.js";
 import { loadConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import type { SinkItem } from "../../src/ports.js";
@@ -119,6 +120,8 @@ describe("topics on the cluster under test", () => {
         Object.values(names.source).includes(spec.topic),
       ),
     );
+    // As an operator's setup does (`schemas`): with REGISTER_SCHEMAS=false the service only looks it up.
+    await registerFindingSchema(config.registry, names.findings);
     const service = await startService(config, createLogger("warn"));
     try {
       const derived = [...Object.values(names.retry), ...Object.values(names.deadLetter)];
