@@ -7,21 +7,32 @@ import { noopMetrics } from "../../src/ports.js";
 const coded = (code: string) => Object.assign(new Error(code), { code });
 
 /**
- * A driver whose write transactions run `attempt(n)` for the n-th transaction (1-based): it throws to
- * fail the transaction, and advances the fake clock by the attempt's duration.
+ * A driver whose write transactions run `attempt(n, cypher)` for each statement of the n-th
+ * transaction (1-based): it throws to fail the transaction, may advance the fake clock by the
+ * attempt's duration, and may return the statement's records. `ran` holds each transaction's Cypher.
  */
-function fakeDriver(attempt: (n: number) => void) {
+function fakeDriver(attempt: (n: number, cypher: string) => unknown) {
   let transactions = 0;
+  let commits = 0;
+  const ran: string[][] = [];
   const session = () => ({
     beginTransaction: async () => {
       const n = ++transactions;
+      const mine: string[] = [];
+      ran.push(mine);
       let open = true;
       return {
-        run: async () => {
-          attempt(n);
-          return { records: [], summary: { counters: { updates: () => counters } } };
+        run: async (cypher: string) => {
+          mine.push(cypher);
+          const returned = attempt(n, cypher);
+          const records: Record<string, unknown>[] = Array.isArray(returned) ? returned : [];
+          return {
+            records: records.map((record) => ({ toObject: () => record })),
+            summary: { counters: { updates: () => counters } },
+          };
         },
         commit: async () => {
+          commits++;
           open = false;
         },
         rollback: async () => {
@@ -32,7 +43,12 @@ function fakeDriver(attempt: (n: number) => void) {
     },
     close: async () => {},
   });
-  return { driver: { session } as unknown as Driver, transactions: () => transactions };
+  return {
+    driver: { session } as unknown as Driver,
+    transactions: () => transactions,
+    commits: () => commits,
+    ran,
+  };
 }
 
 const counters = {
@@ -162,41 +178,11 @@ describe("the graph writer's bounds", () => {
 
 describe("the graph writer's follow-up statements", () => {
   it("run after the others in the same transaction, derived from that attempt's results, again on a retry", async () => {
-    const ran: string[][] = [];
-    let transactions = 0;
-    const session = () => ({
-      beginTransaction: async () => {
-        const n = ++transactions;
-        const mine: string[] = [];
-        ran.push(mine);
-        let open = true;
-        return {
-          run: async (cypher: string) => {
-            mine.push(cypher);
-            if (n === 1 && cypher === "FOLLOW-UP") throw coded("Neo.TransientError.Transaction.DeadlockDetected");
-            return {
-              records: [{ toObject: () => ({ attempt: n }) }],
-              summary: { counters: { updates: () => counters } },
-            };
-          },
-          commit: async () => {
-            open = false;
-          },
-          rollback: async () => {
-            open = false;
-          },
-          isOpen: () => open,
-        };
-      },
-      close: async () => {},
+    const { driver, ran } = fakeDriver((n, cypher) => {
+      if (n === 1 && cypher === "FOLLOW-UP") throw coded("Neo.TransientError.Transaction.DeadlockDetected");
+      return [{ attempt: n }];
     });
-    const graph = createGraphWriter(
-      { session } as unknown as Driver,
-      noopMetrics,
-      60_000,
-      Number.POSITIVE_INFINITY,
-      timing(),
-    );
+    const graph = createGraphWriter(driver, noopMetrics, 60_000, Number.POSITIVE_INFINITY, timing());
     const seen: unknown[] = [];
     const results = await graph.apply("neo4j", statements, (earlier) => {
       seen.push(earlier.map((result) => result.records[0]?.attempt));
@@ -211,32 +197,8 @@ describe("the graph writer's follow-up statements", () => {
   });
 
   it("a statement's followedBy runs right after it, in the same transaction, decided by its own result", async () => {
-    const ran: string[] = [];
-    let commits = 0;
-    const session = () => ({
-      beginTransaction: async () => ({
-        run: async (cypher: string) => {
-          ran.push(cypher);
-          return {
-            records: [{ toObject: () => ({ cypher }) }],
-            summary: { counters: { updates: () => counters } },
-          };
-        },
-        commit: async () => {
-          commits++;
-        },
-        rollback: async () => {},
-        isOpen: () => false,
-      }),
-      close: async () => {},
-    });
-    const graph = createGraphWriter(
-      { session } as unknown as Driver,
-      noopMetrics,
-      60_000,
-      Number.POSITIVE_INFINITY,
-      timing(),
-    );
+    const { driver, ran: transactions, commits } = fakeDriver((_n, cypher) => [{ cypher }]);
+    const graph = createGraphWriter(driver, noopMetrics, 60_000, Number.POSITIVE_INFINITY, timing());
     const heard: unknown[] = [];
     const results = await graph.apply("neo4j", statements, () => [
       {
@@ -259,9 +221,10 @@ describe("the graph writer's follow-up statements", () => {
         },
       },
     ]);
+    const ran = transactions.flat();
     expect(ran).toEqual([statements[0]?.cypher, "AFTER", "TARGETS", "FINDINGS"]);
     expect(heard).toEqual(["AFTER", "TARGETS"]);
-    expect(commits).toBe(1);
+    expect(commits()).toBe(1);
     expect(results.map((result) => result.name)).toEqual(["outcome", "reachability", "reachability", "findings"]);
   });
 });
