@@ -34,6 +34,7 @@ const OPTIONS = {
   "freshness-rps": { type: "string" },
   "freshness-capacity": { type: "string" },
   env: { type: "string", multiple: true, default: [] },
+  "compare-env": { type: "string", multiple: true, default: [] },
   label: { type: "string", default: "" },
   out: { type: "string" },
   help: { type: "boolean", short: "h", default: false },
@@ -56,6 +57,7 @@ sizes      --agents N --outcomes N --escalations N (2000, 200000, 50000)   --see
            --quick (200, 10000, 2500; no soak; 30 s steady loads)
 runs       --instances 1,2,3   --repeat N (single-instance turns, medians reported)
            --env KEY=VALUE (projector configuration, repeatable)   --label TEXT   --out DIR
+           --compare-env KEY=VALUE (repeatable: each turn also runs one projector with it, order alternating)
 anchors    --skip-ceiling   --ceiling-config BATCHxCONCURRENCY   --skip-baseline   --baseline-sample N
            --skip-warmup
 peer       --skip-peer   --peer-config BATCHxTASKS (Neo4j's Kafka connector)   --skip-correctness
@@ -92,12 +94,16 @@ export const INSTANCES = String(flags.instances)
   .filter((n) => n > 0);
 export const REPEAT = Math.max(1, Number(flags.repeat));
 export const PARTITIONS = 6;
-export const EXTRA_ENV = Object.fromEntries(
-  (flags.env as string[]).map((pair) => {
-    const at = pair.indexOf("=");
-    return [pair.slice(0, at), pair.slice(at + 1)];
-  }),
-);
+const envPairs = (pairs: string[]): Record<string, string> =>
+  Object.fromEntries(
+    pairs.map((pair) => {
+      const at = pair.indexOf("=");
+      return [pair.slice(0, at), pair.slice(at + 1)];
+    }),
+  );
+export const EXTRA_ENV = envPairs(flags.env as string[]);
+/** `--compare-env`: the configuration a second single-instance projector runs with in each turn. */
+export const COMPARE_ENV = envPairs(flags["compare-env"] as string[]);
 
 export const say = (line: string) =>
   process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);

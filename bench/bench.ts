@@ -29,6 +29,7 @@ import { type Stream, topicNames } from "../src/topics.js";
 import { generateEventLog } from "../workload/generate.js";
 import {
   AGENTS,
+  COMPARE_ENV,
   ESCALATIONS,
   EXTRA_ENV,
   eventsOf,
@@ -275,6 +276,16 @@ async function main(): Promise<void> {
     }
     runs.push(result);
   };
+  // --compare-env: one more single-instance run per turn with that configuration (its graph may
+  // differ by design, e.g. FINDINGS_ENABLED=false records no :Finding, so it is not checked against
+  // the ceiling's).
+  const comparing = Object.keys(COMPARE_ENV).length > 0;
+  const comparedRuns: RunResult[] = [];
+  const comparedRun = async () => {
+    runNo += 1;
+    await wipeGraph(driver, database);
+    comparedRuns.push(await runProjectors(run, 1, `r${runNo}x1-compared`, COMPARE_ENV));
+  };
   if (!flags["skip-warmup"] && INSTANCES.length > 0) {
     // The broker's fetch path and the projector's own code are cold until a first run; the sweep
     // above has warmed Neo4j the same way for the ceiling. This run is reported but not counted.
@@ -294,7 +305,13 @@ async function main(): Promise<void> {
       ceiling.best.push(result);
       ceilingFingerprint ??= await graphFingerprint(driver, database);
     }
-    if (INSTANCES.includes(1)) await projectorRun(1);
+    if (INSTANCES.includes(1)) {
+      // The compared configuration goes first every other turn, so neither side always meets a
+      // store the other has just warmed.
+      if (comparing && r % 2 === 1) await comparedRun();
+      await projectorRun(1);
+      if (comparing && r % 2 === 0) await comparedRun();
+    }
     await peerRun();
   }
   if (ceiling) ceiling.recordsPerSecond = median(ceiling.best.map((b) => b.recordsPerSecond));
@@ -373,6 +390,7 @@ async function main(): Promise<void> {
     ceiling,
     baseline,
     runs,
+    comparedRuns,
     peerSetup,
     peerBest,
     peerSweep,

@@ -4,6 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import {
   AGENTS,
+  COMPARE_ENV,
   ESCALATIONS,
   EXTRA_ENV,
   FRESHNESS_SECONDS,
@@ -37,6 +38,8 @@ export interface ReportInput {
   readonly ceiling: { sweep: DirectResult[]; best: DirectResult[]; recordsPerSecond: number } | undefined;
   readonly baseline: { records: number; seconds: number; recordsPerSecond: number } | undefined;
   readonly runs: RunResult[];
+  /** Single-instance runs with --compare-env, one per turn. */
+  readonly comparedRuns: RunResult[];
   readonly peerSetup: PeerSetup | undefined;
   readonly peerBest: { batchSize: number; tasks: number } | undefined;
   readonly peerSweep: PeerRunResult[];
@@ -52,7 +55,7 @@ export interface ReportInput {
 export async function writeReport(input: ReportInput): Promise<void> {
   const { started, runId, usedLocalStack, run, ceiling, baseline, runs, peerSetup, peerBest, peerSweep, peerRuns } =
     input;
-  const { correctness, soak, soakPoints, freshness, longTransactions } = input;
+  const { correctness, soak, soakPoints, freshness, longTransactions, comparedRuns } = input;
   const { driver, size, counts, events } = run;
   const single = runs.filter((r) => r.instances === 1);
   const projectorRate = median(single.map((r) => r.recordsPerSecond));
@@ -75,6 +78,20 @@ export async function writeReport(input: ReportInput): Promise<void> {
       ]),
     ),
     peakRssMiB: Math.max(...single.flatMap((r) => r.peakRssMiB)),
+    compared:
+      comparedRuns.length > 0
+        ? {
+            env: COMPARE_ENV,
+            recordsPerSecond: median(comparedRuns.map((r) => r.recordsPerSecond)),
+            /** Each turn's compared run over that turn's default run. */
+            overDefaultPerTurn: comparedRuns.map((compared, i) => {
+              const projector = single[i];
+              return projector ? round(compared.recordsPerSecond / projector.recordsPerSecond, 3) : null;
+            }),
+            cpuSecondsPerTurn: comparedRuns.map((r) => r.cpuSeconds),
+            defaultCpuSecondsPerTurn: single.map((r) => r.cpuSeconds),
+          }
+        : null,
     peerRecordsPerSecond: peerRuns.length > 0 ? median(peerRuns.map((r) => r.recordsPerSecond)) : null,
     projectorOverPeer:
       peerRuns.length > 0 ? round(projectorRate / median(peerRuns.map((r) => r.recordsPerSecond)), 2) : null,
@@ -134,6 +151,7 @@ export async function writeReport(input: ReportInput): Promise<void> {
     },
     baseline,
     runs,
+    comparedRuns,
     peer: peerSetup && {
       connector: peerSetup.artifacts.connectorVersion,
       connect: `Apache Kafka Connect ${/<kafka.version>(.*?)</.exec(kafkaPom)?.[1]} (standalone), Apicurio AvroConverter 2.6 (Confluent wire format)`,

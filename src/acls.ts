@@ -19,13 +19,14 @@ export const READER_GROUP_PREFIX = "agent-graph-projector-reader-";
  * which the lag and the catch-up hold need (offsets and watermarks). Topic creation at start-up
  * (CREATE_TOPICS_ON_START, the default) adds Create on the retry and dead-letter topics, and
  * AlterConfigs to raise their max.message.bytes to their source's (topic-limits.ts); scheduled
- * reconciliation (RECONCILE_INTERVAL_MS) adds the throwaway reader groups. The README's table is
+ * reconciliation (RECONCILE_INTERVAL_MS) adds the throwaway reader groups; FINDINGS_ENABLED=false drops
+ * the findings topic. The README's table is
  * this list; test/int/secured grants exactly it and runs the service as that principal.
  */
 export function requiredAcls(
   names: TopicNames,
   groupId: string,
-  options: { readonly createTopics: boolean; readonly reconcile: boolean },
+  options: { readonly createTopics: boolean; readonly reconcile: boolean; readonly findings?: boolean },
 ): RequiredAcl[] {
   const create = options.createTopics ? (["Create", "AlterConfigs"] as const) : [];
   return [
@@ -56,13 +57,17 @@ export function requiredAcls(
         why: "dead-letter a record with its reason",
       }),
     ),
-    {
-      resource: "topic",
-      name: names.findings,
-      pattern: "literal",
-      operations: ["Write", ...(options.createTopics ? (["Create"] as const) : [])],
-      why: "publish governance findings",
-    },
+    ...(options.findings === false
+      ? []
+      : [
+          {
+            resource: "topic",
+            name: names.findings,
+            pattern: "literal",
+            operations: ["Write", ...(options.createTopics ? (["Create"] as const) : [])],
+            why: "publish governance findings",
+          } satisfies RequiredAcl,
+        ]),
     { resource: "group", name: groupId, pattern: "literal", operations: ["Read"], why: "join, commit, read the lag" },
     ...(options.reconcile
       ? [

@@ -79,6 +79,8 @@ const envSchema = z.object({
   RETRY_TOPIC_SUFFIX: z.string().min(1).default(".retry"),
   DLQ_TOPIC_SUFFIX: z.string().min(1).default(".dlq"),
   TOPIC_GOVERNANCE_FINDINGS: z.string().min(1).default("governance-findings"),
+  // Off: no findings are judged, recorded or published — no findings topic, subject or write access to them.
+  FINDINGS_ENABLED: bool(true),
   TENANTS: commaList("default").refine((list) => list.length > 0, "needs at least one tenant"),
   TERMINAL_AGENT_IDS: commaList("os-agt-001,os-agt-004"),
   TOPIC_PARTITIONS: int(6, 1, 10_000),
@@ -205,6 +207,7 @@ const configSchema = envSchema.transform((env) => ({
     return { tenantId, database: databaseName(database || env.NEO4J_DATABASE) };
   }),
   terminalAgentIds: env.TERMINAL_AGENT_IDS,
+  findingsEnabled: env.FINDINGS_ENABLED,
   metrics: { port: env.METRICS_PORT, host: env.METRICS_HOST },
   logLevel: env.LOG_LEVEL,
   batch: { maxRecords: env.BATCH_MAX_RECORDS },

@@ -44,7 +44,12 @@ async function lagWatcher(admin: Admin, group: string, runNames: TopicNames) {
   };
 }
 
-export async function runProjectors(run: BenchRun, instances: number, label: string): Promise<RunResult> {
+export async function runProjectors(
+  run: BenchRun,
+  instances: number,
+  label: string,
+  extraEnv: Record<string, string> = {},
+): Promise<RunResult> {
   const { config, admin, prefix, baseEnv, servers, events, counts, driver, database } = run;
   const runNames: TopicNames = topicNames({
     ...config.topics,
@@ -63,6 +68,7 @@ export async function runProjectors(run: BenchRun, instances: number, label: str
     CONSUMER_GROUP: group,
     RETRY_TOPIC_SUFFIX: `.retry-${label}`,
     DLQ_TOPIC_SUFFIX: `.dlq-${label}`,
+    ...extraEnv,
   };
   const children: ProjectorProcess[] = [];
   for (let n = 0; n < instances; n++) children.push(startProjector(env, `${label}-${n}`));

@@ -42,6 +42,7 @@ export function registerReconcile(program: Command): void {
               tenantId: route.tenantId,
               rules: validationRules(config.tenants, config.limits),
               repair: options.repair === true,
+              recordFindings: config.findingsEnabled,
               scoped: sharedDatabases(config.tenants).has(route.database),
             });
             total += result.drift.length;
@@ -59,7 +60,7 @@ export function registerReconcile(program: Command): void {
             if (result.repaired > 0) process.stdout.write(`repaired ${result.repaired} agent(s)\n`);
           }
           if (total > 0 && !options.repair) process.exitCode = 3;
-          if (options.repair) {
+          if (options.repair && config.findingsEnabled) {
             const published = await publishFindings(config, logger, graph);
             if (published > 0 && !options.json) process.stdout.write(`published ${published} finding(s)\n`);
           }

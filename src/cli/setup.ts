@@ -77,7 +77,10 @@ export function registerSetup(program: Command): void {
             ),
           );
           const sources = await sourceReplication(admin, names, STREAMS);
-          const specs = [...topicSpecs(names, layout, sources), findingsTopicSpec(names, layout)];
+          const specs = [
+            ...topicSpecs(names, layout, sources),
+            ...(config.findingsEnabled ? [findingsTopicSpec(names, layout)] : []),
+          ];
           for (const topic of await ensureTopics(
             admin,
             specs.filter((spec) => !isSource(spec.topic)),
@@ -119,6 +122,7 @@ export function registerSetup(program: Command): void {
         const acls = requiredAcls(topicNames(config.topics), config.kafka.group, {
           createTopics: config.createTopicsOnStart,
           reconcile: config.reconcileIntervalMs > 0,
+          findings: config.findingsEnabled,
         });
         if (options.principal) {
           const principal = options.principal;
@@ -154,11 +158,11 @@ export function registerSetup(program: Command): void {
           options.compatibility ? { compatibility: options.compatibility } : {},
         );
         // Ours: `run` with REGISTER_SCHEMAS=false only looks it up.
-        const findings = await registerFindingSchema(config.registry, names.findings);
+        const findings = config.findingsEnabled ? await registerFindingSchema(config.registry, names.findings) : null;
         printRows(
           [
             ...Object.entries(ids).map(([stream, id]) => ({ stream, schema_id: id })),
-            { stream: "governance-finding", schema_id: findings },
+            ...(findings === null ? [] : [{ stream: "governance-finding", schema_id: findings }]),
           ],
           {},
         );

@@ -43,6 +43,8 @@ export interface BatchDeps {
   readonly upstream?: UpstreamProgress;
   /** The control terminals (TERMINAL_AGENT_IDS): registry batches record terminal-unreachable findings. */
   readonly terminalIds?: readonly string[];
+  /** false (FINDINGS_ENABLED=false): the plans' follow-ups, which record findings, are not run. */
+  readonly recordFindings?: boolean;
   /** Told when a committed batch recorded findings, so they are published (adapters/kafka/finding-publisher.ts). */
   readonly findings?: { recorded(): void };
   /** Waits between the attempts at a batch that failed with an unrecognised error; injectable for tests. */
@@ -295,7 +297,8 @@ async function applyEvents<S extends Stream>(
   const rules: StreamRules<EventOf<S>> = STREAM_RULES[stream];
   const plan = rules.project(events, target.scoped, deps.terminalIds ?? []);
   if (plan.statements.length === 0) return;
-  const results: StatementResult[] = await deps.graph.apply(target.database, plan.statements, plan.followUp);
+  const followUp = deps.recordFindings === false ? undefined : plan.followUp;
+  const results: StatementResult[] = await deps.graph.apply(target.database, plan.statements, followUp);
   for (const result of results) deps.metrics.recordStatement(result);
   const findings = recordedFindings(results);
   for (const { tenant, kind } of findings) deps.metrics.recordFinding(tenant, kind);

@@ -28,6 +28,8 @@ export async function reconcileRegistry(options: {
   tenantId: string;
   rules: ValidationRules;
   repair: boolean;
+  /** false (FINDINGS_ENABLED=false): a repair records no findings (resolutions of the edges it declares). */
+  recordFindings?: boolean;
   /** Several tenants share the database: keys carry the tenant (cypher/tenant.ts). */
   scoped?: boolean;
 }): Promise<ReconcileResult> {
@@ -48,7 +50,11 @@ export async function reconcileRegistry(options: {
       drifted.map((event, i) => ({ i, event })),
       options.scoped === true,
     );
-    await options.graph.apply(options.database, plan.statements, plan.followUp);
+    await options.graph.apply(
+      options.database,
+      plan.statements,
+      options.recordFindings === false ? undefined : plan.followUp,
+    );
     repaired = drifted.length;
   }
   return { agents: registry.size, drift, unreadable, repaired };

@@ -2,7 +2,12 @@ import type { Producer } from "kafkajs";
 import { type CatchUpHold, createCatchUpHold } from "../adapters/kafka/catch-up-hold.js";
 import { createProducer } from "../adapters/kafka/client.js";
 import { createProjectorConsumer, type ProjectorConsumer } from "../adapters/kafka/consumer.js";
-import { createFindingPublisher, type FindingPublisher, findingOutboxes } from "../adapters/kafka/finding-publisher.js";
+import {
+  createFindingPublisher,
+  type FindingPublisher,
+  findingOutboxes,
+  noFindingPublisher,
+} from "../adapters/kafka/finding-publisher.js";
 import { createLagMonitor, type LagMonitor } from "../adapters/kafka/lag-monitor.js";
 import { createRecordSink } from "../adapters/kafka/record-sink.js";
 import { createUpstreamProgress } from "../adapters/kafka/upstream-progress.js";
@@ -57,22 +62,9 @@ export async function buildConsumer(
     logger,
   });
 
-  // Registering needs write access to the registry, which REGISTER_SCHEMAS=false says we may not have.
-  const subject = findingsSubject(names.findings);
-  const schemaId = await ctx.step(`schema registry at ${config.registry.url} (subject ${subject})`, () =>
-    findingSchemaId(config, names.findings),
-  );
-  const findings = createFindingPublisher({
-    graph: parts.graph,
-    outboxes: findingOutboxes(config.tenants),
-    producer,
-    registry: createSchemaRegistry(config.registry),
-    schemaId,
-    topic: names.findings,
-    logger,
-    metrics,
-  });
-  ctx.opened(() => findings.stop());
+  const findings = config.findingsEnabled
+    ? await buildFindingPublisher(ctx, names, parts, producer)
+    : noFindingPublisher;
 
   let failWith: (error: unknown) => void = () => {};
   const fatal = new Promise<never>((_, reject) => {
@@ -92,7 +84,8 @@ export async function buildConsumer(
     defaultTenant: config.tenants[0]?.tenantId ?? "default",
     retry: config.retry,
     upstream: createUpstreamProgress(admin, config.kafka.group, names),
-    terminalIds: config.terminalAgentIds,
+    terminalIds: config.findingsEnabled ? config.terminalAgentIds : [],
+    recordFindings: config.findingsEnabled,
     findings,
   };
   // One poller of the group's lag: the catch-up hold asks it when it must decide, the gauges hear every answer.
@@ -125,4 +118,30 @@ export async function buildConsumer(
   hold.onLifted((streams) => consumer.releaseHeld(streams));
   hold.useLocalLag(() => consumer.lagSeen());
   return { producer, consumer, hold, lag, batchDeps, findings, fatal };
+}
+
+async function buildFindingPublisher(
+  ctx: StartupContext,
+  names: TopicNames,
+  parts: { readonly metrics: PrometheusMetrics; readonly graph: GraphWriter },
+  producer: Producer,
+): Promise<FindingPublisher> {
+  const { config, logger } = ctx;
+  // Registering needs write access to the registry, which REGISTER_SCHEMAS=false says we may not have.
+  const subject = findingsSubject(names.findings);
+  const schemaId = await ctx.step(`schema registry at ${config.registry.url} (subject ${subject})`, () =>
+    findingSchemaId(config, names.findings),
+  );
+  const findings = createFindingPublisher({
+    graph: parts.graph,
+    outboxes: findingOutboxes(config.tenants),
+    producer,
+    registry: createSchemaRegistry(config.registry),
+    schemaId,
+    topic: names.findings,
+    logger,
+    metrics: parts.metrics,
+  });
+  ctx.opened(() => findings.stop());
+  return findings;
 }

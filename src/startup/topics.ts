@@ -45,8 +45,10 @@ export async function prepareOwnTopics(
       replicationFactor: registry?.replicationFactor ?? config.topics.replicationFactor ?? 1,
       ...(registry ? { minInsyncReplicas: registry.minInsyncReplicas } : {}),
     };
-    const findings = await ctx.step(brokers, () => ensureTopics(admin, [findingsTopicSpec(names, findingsLayout)]));
-    if (findings.length > 0) logger.info({ topics: findings }, "created the findings topic");
+    if (config.findingsEnabled) {
+      const findings = await ctx.step(brokers, () => ensureTopics(admin, [findingsTopicSpec(names, findingsLayout)]));
+      if (findings.length > 0) logger.info({ topics: findings }, "created the findings topic");
+    }
   } else {
     await ctx.step(brokers, () => requireOwnTopics(admin, names, ctx.confirmWithinMs()));
   }

@@ -70,6 +70,40 @@ describe("governance findings, operated", () => {
     expect(listed.status).toBe(200);
   });
 
+  it("FINDINGS_ENABLED=false: starts without the findings subject or topic, projects the escalation, records no finding", async () => {
+    const h = await Harness.create("findings-disabled");
+    harness = h;
+    await h.clearGraph();
+    // Neither registered nor created: a deployment that publishes no findings needs neither.
+    const topic = `findings-${randomUUID().slice(0, 8)}`;
+    await h.startProjector({ TOPIC_GOVERNANCE_FINDINGS: topic, REGISTER_SCHEMAS: "false", FINDINGS_ENABLED: "false" });
+    const [A, B] = ["fd-agt-001", "fd-agt-002"];
+    await h.publish([
+      snapshot(A, { escalation_path: [] }),
+      snapshot(B, { escalation_path: [] }),
+      outcome("fd-o-a", A),
+      outcome("fd-o-b", B),
+      escalation("fd-o-a", "fd-o-b", 100),
+    ]);
+    await h.waitForCaughtUp();
+    // The registry then declares the edge: no resolution either.
+    await h.publish([snapshot(A, { registry_version: 2, escalation_path: [B] })]);
+    await h.waitForCaughtUp();
+
+    const edges = await h
+      .graph()
+      .read(
+        h.config.neo4j.database,
+        "MATCH (:Agent {agent_id: $a})-[e:CAN_ESCALATE_TO]->(:Agent {agent_id: $b}) RETURN e.observed_count AS observed, e.declared AS declared",
+        { a: A, b: B },
+      );
+    expect(edges).toEqual([{ observed: 1, declared: true }]);
+    expect(await h.graph().read(h.config.neo4j.database, LIST_FINDINGS, { tenant: null, open: false })).toEqual([]);
+    expect(await h.admin.listTopics()).not.toContain(topic);
+    const subject = await fetch(`${h.config.registry.url}/subjects/${encodeURIComponent(`${topic}-value`)}/versions`);
+    expect(subject.status).toBe(404);
+  });
+
   it("reconcile --repair publishes the resolution it records, before it returns", { timeout: 240_000 }, async () => {
     const h = await Harness.create("findings-repair");
     harness = h;

@@ -19,6 +19,8 @@ describe("loadConfig", () => {
     expect(config.metrics.host).toBe("127.0.0.1");
     expect(config.tenants).toEqual([{ tenantId: "default", database: "neo4j" }]);
     expect(config.terminalAgentIds).toEqual(["os-agt-001", "os-agt-004"]);
+    expect(config.findingsEnabled).toBe(true);
+    expect(loadConfig({ FINDINGS_ENABLED: "false" }).findingsEnabled).toBe(false);
     expect(Object.isFrozen(config.kafka)).toBe(true);
   });
 
@@ -31,6 +33,7 @@ describe("loadConfig", () => {
     ["LOG_LEVEL", "loud"],
     ["BATCH_MAX_RECORDS", "0"],
     ["KAFKA_SSL", "maybe"],
+    ["FINDINGS_ENABLED", "sometimes"],
   ])("names the bad key: %s=%s", (key, value) => {
     expect(() => loadConfig({ [key]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [key]: value })).toThrow(new RegExp(`^${key}: `));

@@ -30,6 +30,14 @@ export interface FindingPublisher {
   stop(): Promise<void>;
 }
 
+/** FINDINGS_ENABLED=false: nothing is recorded, so there is nothing to publish. */
+export const noFindingPublisher: FindingPublisher = {
+  recorded: () => {},
+  idle: async () => {},
+  sweep: async () => 0,
+  stop: async () => {},
+};
+
 export interface FindingOutbox {
   readonly database: string;
   /** Several tenants share the database (cypher/tenant.ts). */
