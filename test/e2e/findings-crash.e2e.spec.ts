@@ -108,10 +108,11 @@ describe("findings across a SIGKILL between commit and publish", () => {
     harness = await Harness.create("findings-crash-terminal", { TERMINAL_AGENT_IDS: terminalScenario.terminal });
     const h = harness;
     await h.clearGraph();
-    const [declared, cut, restored] = phases();
+    const [declared, cut, restored, deregistered] = phases();
     const want = expected("default");
     const lost = want[1] ?? [];
     const regained = want[2] ?? [];
+    const lostAgain = want[3] ?? [];
     const content = async () => (await graphFindings(h)).map(findingContent).sort(byFindingId);
     /** The topic, once each by id, with the content its id stands for, keyed tenant/agent. */
     const onceEach = (records: readonly Published[], findings: readonly Finding[]) => {
@@ -142,10 +143,12 @@ describe("findings across a SIGKILL between commit and publish", () => {
       ),
       lost,
     );
-    // Restoring the path publishes the resolutions.
+    // Restoring the path publishes the resolutions; B's tombstone then cuts A's and F's again.
     await h.publish(restored ?? []);
     await h.waitForCaughtUp(150_000);
-    const all = [...lost, ...regained];
+    await h.publish(deregistered ?? []);
+    await h.waitForCaughtUp();
+    const all = [...lost, ...regained, ...lostAgain];
     const before = await published(
       h,
       all.map((f) => f.finding_id),
@@ -154,7 +157,8 @@ describe("findings across a SIGKILL between commit and publish", () => {
     expect(await content()).toEqual([...all].sort(byFindingId));
     await stop(second);
 
-    // The registry stream again from its start: every record a no-op under the version guard.
+    // The registry stream again from its start: every snapshot stale under the version guard, the
+    // tombstone applied again to the same effect, so no transition and nothing to publish.
     const replay = await runCli(h.env, ["replay", "--to-earliest", "--topics", "registry"]);
     expect(replay.code, replay.output).toBe(0);
     const third = run(h.env);
