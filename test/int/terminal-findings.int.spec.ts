@@ -3,58 +3,14 @@ import { afterEach, describe, expect, it } from "vitest";
 import { listFindings } from "../../src/cli/findings.js";
 import { AGENTS_WITHOUT_REACHABLE_TERMINAL } from "../../src/cypher/s4-queries.js";
 import type { ProjectorEvent } from "../../src/model/events.js";
-import { type Finding, terminalFinding } from "../../src/model/findings.js";
-import { snapshot, tombstone } from "../support/builders.js";
-import { byFindingId, findingContent, graphFindings, waitForPublished } from "../support/findings.js";
+import type { Finding } from "../../src/model/findings.js";
+import { byFindingId, findingContent, graphFindings, terminalScenario, waitForPublished } from "../support/findings.js";
 import { Harness } from "../support/harness.js";
 
-/**
- * terminal-unreachable findings on real servers. The scenario, computed by hand (T is the one
- * control terminal):
- * - v1: A declares B, B declares T; D declares B and E, E declares T (D keeps a path without B);
- *   F declares B and G, G declares nothing (F's other way leads nowhere). Nothing reached T before
- *   any of it: no finding.
- * - B's v2 declares nothing: B, and A and F (upstream of B, no other way) lose T; D does not. Three
- *   findings, caused by (B, 2).
- * - B's v3 declares T again: they regain it. Three resolutions, caused by (B, 3), each resolving its
- *   agent's open finding.
- * - B's tombstone at v4: B is deregistered (no finding for itself); A and F lose T again: two
- *   findings, (B, 4).
- * Redelivered, every record is stale under the version guard or re-applies the same: nothing new.
- */
-const A = "tu-agt-001";
-const B = "tu-agt-002";
-const D = "tu-agt-004";
-const E = "tu-agt-005";
-const F = "tu-agt-006";
-const G = "tu-agt-007";
-const T = "tu-agt-900";
-
-const phases = (): ProjectorEvent[][] => [
-  [
-    snapshot(A, { escalation_path: [B] }),
-    snapshot(B, { escalation_path: [T] }),
-    snapshot(T, { escalation_path: [] }),
-    snapshot(D, { escalation_path: [B, E] }),
-    snapshot(E, { escalation_path: [T] }),
-    snapshot(F, { escalation_path: [B, G] }),
-    snapshot(G, { escalation_path: [] }),
-  ],
-  [snapshot(B, { registry_version: 2, escalation_path: [] })],
-  [snapshot(B, { registry_version: 3, escalation_path: [T] })],
-  [tombstone(B, 4)],
-];
-
-function expected(tenant: string): Finding[][] {
-  const cause = (registry_version: number) => ({ agent_id: B, registry_version });
-  const lost = [A, B, F].map((agent) => terminalFinding(tenant, agent, cause(2)));
-  return [
-    [],
-    lost,
-    lost.map((f) => terminalFinding(tenant, f.source_agent_id, cause(3), f.finding_id)),
-    [A, F].map((agent) => terminalFinding(tenant, agent, cause(4))),
-  ];
-}
+/** terminal-unreachable findings on real servers, over the hand-computed scenario (support/findings.ts). */
+const { phases, expected } = terminalScenario;
+const { A, B, F, G } = terminalScenario.agents;
+const T = terminalScenario.terminal;
 
 describe("terminal-unreachable findings, on real servers", () => {
   let harness: Harness | undefined;
