@@ -13,6 +13,7 @@ import {
   waitForPublished,
 } from "../support/findings.js";
 import { Harness } from "../support/harness.js";
+import { until } from "../support/until.js";
 
 /**
  * The findings outbox across a SIGKILL: `run` commits findings but cannot publish them (their topic is
@@ -38,23 +39,11 @@ function run(env: Record<string, string>): { child: ChildProcess; exit: Promise<
   return { child, exit, log: () => log };
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 90_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const found = await probe().catch(() => undefined);
-    if (found !== undefined) return found;
-    await new Promise((resolve) => setTimeout(resolve, 500));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
 /** Stops a run cleanly once it has joined its group (the killed instance's membership runs out first). */
 async function stop(service: ReturnType<typeof run>): Promise<void> {
-  await until(
-    "the group joined",
-    async () => (service.log().includes('"projector running"') ? true : undefined),
-    120_000,
-  );
+  await until("the group joined", async () => (service.log().includes('"projector running"') ? true : undefined), {
+    timeoutMs: 120_000,
+  });
   service.child.kill("SIGTERM");
   expect(await service.exit, service.log().slice(-3000)).toBe(0);
 }
@@ -90,10 +79,14 @@ describe("findings across a SIGKILL between commit and publish", () => {
       outcome("o-2", "cl-agt-002"),
       escalation("o-1", "o-2"),
     ]);
-    const committed = await until("the finding committed", async () => {
-      const rows = await graphFindings(h);
-      return rows.length > 0 ? rows : undefined;
-    });
+    const committed = await until(
+      "the finding committed",
+      async () => {
+        const rows = await graphFindings(h);
+        return rows.length > 0 ? rows : undefined;
+      },
+      { timeoutMs: 90_000 },
+    );
     expect(committed).toEqual([expect.objectContaining({ finding_id: expected.finding_id, published: false })]);
     first.child.kill("SIGKILL");
     await first.exit;
@@ -126,8 +119,10 @@ describe("findings across a SIGKILL between commit and publish", () => {
     await h.publish(declared ?? []);
     await h.waitForCaughtUp();
     await h.publish(cut ?? []);
-    await until("the cut's findings committed", async () =>
-      (await graphFindings(h)).length >= lost.length ? true : undefined,
+    await until(
+      "the cut's findings committed",
+      async () => ((await graphFindings(h)).length >= lost.length ? true : undefined),
+      { timeoutMs: 90_000 },
     );
     expect(await content()).toEqual([...lost].sort(byFindingId));
     expect((await graphFindings(h)).every((row) => row.published === false)).toBe(true);

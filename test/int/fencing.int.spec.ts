@@ -7,17 +7,9 @@ import { snapshotRow } from "../../src/projection/registry.js";
 import { outcome, snapshot, tool } from "../support/builders.js";
 import { GraphView } from "../support/graph-view.js";
 import { Harness } from "../support/harness.js";
+import { until } from "../support/until.js";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function waitFor(probe: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await probe().catch(() => false)) return;
-    await sleep(200);
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 /**
  * Version fencing on the paths that bring a record back late: two writers on one agent at once, a
@@ -77,10 +69,10 @@ describe("fencing on every path, on real servers", () => {
     ]);
     await sleep(500);
     await harness.publish([snapshot(A)]);
-    await waitFor(
-      async () => new GraphView(await harness.dump()).node("Agent", A) !== undefined,
-      30_000,
+    await until(
       "the agent's snapshot",
+      async () => new GraphView(await harness.dump()).node("Agent", A) !== undefined,
+      { timeoutMs: 30_000 },
     );
     await harness.publish([
       outcome("o-status", A, { status: "succeeded", created_at: Date.UTC(2026, 0, 3) }),

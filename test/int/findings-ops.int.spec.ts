@@ -8,6 +8,7 @@ import { type Finding, finding } from "../../src/model/findings.js";
 import { escalation, outcome, snapshot } from "../support/builders.js";
 import { runCli } from "../support/cli.js";
 import { Harness } from "../support/harness.js";
+import { until } from "../support/until.js";
 
 /** The finding ids on the findings topic now. */
 async function publishedIds(h: Harness): Promise<string[]> {
@@ -16,14 +17,6 @@ async function publishedIds(h: Harness): Promise<string[]> {
     decoding.push(h.registry.decode(record.value as Buffer));
   });
   return (await Promise.all(decoding)).map((f) => f.finding_id);
-}
-
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 500));
-  }
 }
 
 /** Operating the findings outbox on real servers: its schema subject, and who publishes what. */

@@ -1,24 +1,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { outcome, snapshot } from "../support/builders.js";
 import { Harness } from "../support/harness.js";
+import { until } from "../support/until.js";
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const GAUGE = "agp_oldest_unapplied_record_age_seconds";
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (error) {
-      last = error;
-    }
-    await sleep(200);
-  }
-  throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
-}
 
 /** The gauge's samples by topic and partition, from the service's own /metrics. */
 async function ages(port: number): Promise<Map<string, number>> {
@@ -153,7 +138,7 @@ describe("the oldest unapplied record's age", () => {
           const seen = await outcomes();
           return expected.every((id) => seen.has(id)) ? seen : undefined;
         },
-        30_000,
+        { timeoutMs: 30_000 },
       );
       expect(applied.has("lane-o-hot"), "the blocked outcome waits for the lock").toBe(false);
 

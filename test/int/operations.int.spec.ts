@@ -2,18 +2,9 @@ import { spawn } from "node:child_process";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { generateEventLog, SMALL_WORKLOAD } from "../../workload/generate.js";
 import { Harness } from "../support/harness.js";
+import { until } from "../support/until.js";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    await sleep(200);
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 /** Samples of one metric family from a Prometheus text exposition. */
 function samples(text: string, name: string): { labels: string; value: number }[] {
@@ -107,22 +98,22 @@ describe("operating the service", () => {
   it("drops the lag series of partitions another instance took over", async () => {
     const first = await harness.startProjector();
     const url = `http://127.0.0.1:${first.metricsPort}/metrics`;
-    const before = await waitFor(
+    const before = await until(
+      "lag series for all 18 partitions",
       async () => {
         const n = samples(await (await fetch(url)).text(), "agp_consumer_lag").length;
         return n === 18 ? n : undefined;
       },
-      30_000,
-      "lag series for all 18 partitions",
+      { timeoutMs: 30_000 },
     );
     await harness.startProjector();
-    const after = await waitFor(
+    const after = await until(
+      "fewer lag series after a rebalance",
       async () => {
         const n = samples(await (await fetch(url)).text(), "agp_consumer_lag").length;
         return n > 0 && n < before ? n : undefined;
       },
-      60_000,
-      "fewer lag series after a rebalance",
+      { timeoutMs: 60_000 },
     );
     expect(after).toBeLessThan(before);
     await harness.stopProjectors();
@@ -139,16 +130,16 @@ describe("operating the service", () => {
     child.stderr.on("data", (chunk) => (output += chunk));
     const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
     try {
-      await waitFor(
-        async () => (output.includes('"msg":"projector running"') ? true : undefined),
-        60_000,
+      await until(
         "the service to start",
+        async () => (output.includes('"msg":"projector running"') ? true : undefined),
+        { timeoutMs: 60_000 },
       );
       const port = Number(/"metricsPort":(\d+)/.exec(output)?.[1]);
-      await waitFor(
-        async () => ((await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200 ? true : undefined),
-        60_000,
+      await until(
         "readiness",
+        async () => ((await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200 ? true : undefined),
+        { timeoutMs: 60_000 },
       );
 
       const signalled = Date.now();

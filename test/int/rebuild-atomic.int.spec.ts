@@ -7,6 +7,7 @@ import { generateEventLog, SMALL_WORKLOAD } from "../../workload/generate.js";
 import { overlong, snapshot, tool } from "../support/builders.js";
 import { Harness } from "../support/harness.js";
 import { referenceGraph } from "../support/reference-model.js";
+import { until } from "../support/until.js";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -79,14 +80,6 @@ describe("rebuild is all or nothing", () => {
       )
     ).records.map((record) => String(record.get("status")));
 
-  const until = async (what: string, check: () => Promise<boolean>, timeoutMs = 60_000) => {
-    const deadline = Date.now() + timeoutMs;
-    while (!(await check())) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await sleep(50);
-    }
-  };
-
   /** Holds the uniqueness lock of `late`'s key until released (rolled back: nothing is written). */
   const holdLateAgentKey = async (): Promise<{ session: Session; tx: Transaction }> => {
     const session = harness.driver.session();
@@ -98,7 +91,9 @@ describe("rebuild is all or nothing", () => {
     await tx.rollback();
     await session.close();
     // The killed client's transaction is rolled back by Neo4j once it notices the connection is gone.
-    await until("the stopped rebuild's transaction to end", async () => (await transactions()).length === 0);
+    await until("the stopped rebuild's transaction to end", async () => (await transactions()).length === 0, {
+      everyMs: 50,
+    });
   };
 
   beforeAll(async () => {
@@ -152,7 +147,9 @@ describe("rebuild is all or nothing", () => {
       name: "inside its write transaction, after the wipe",
       at: async (rebuild) => {
         await rebuild.logged(/"msg":"rebuild: writing"/);
-        await until("a blocked transaction", async () => (await transactions()).some((s) => s.startsWith("Blocked")));
+        await until("a blocked transaction", async () => (await transactions()).some((s) => s.startsWith("Blocked")), {
+          everyMs: 50,
+        });
       },
     },
   ];
