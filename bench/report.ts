@@ -20,14 +20,17 @@ import {
   say,
 } from "./args.js";
 import { chartFromResults } from "./lib/chart.js";
+import type { GraphCounts } from "./lib/correctness.js";
+import type { CpuSeconds } from "./lib/cpu.js";
 import type { DirectResult } from "./lib/direct.js";
 import type { LongTransaction } from "./lib/long-transactions.js";
 import { quantile } from "./lib/prom.js";
 import { renderChart } from "./lib/svg.js";
+import { dependencyOrderSummary } from "./loads/dependency-order.js";
 import type { BenchRun } from "./loads/run.js";
 import type { CorrectnessRow } from "./peer/correctness.js";
 import type { PeerRunResult, PeerSetup } from "./peer/run.js";
-import type { FreshnessResult, RunResult } from "./results.js";
+import type { DependencyOrderRun, FreshnessResult, RunResult } from "./results.js";
 
 export interface ReportInput {
   readonly started: Date;
@@ -41,6 +44,9 @@ export interface ReportInput {
   readonly peerBest: { batchSize: number; tasks: number } | undefined;
   readonly peerSweep: PeerRunResult[];
   readonly peerRuns: (PeerRunResult & { fingerprint: Record<string, number> })[];
+  /** The like-for-like comparison (bench/loads/dependency-order.ts) and the reference model's counts. */
+  readonly dependencyOrder: DependencyOrderRun[];
+  readonly reference: GraphCounts;
   readonly correctness: { workload: Record<string, number>; rows: CorrectnessRow[] } | undefined;
   readonly soak: Record<string, unknown> | undefined;
   readonly soakPoints: { minute: number; rssMiB: number; lag: number }[];
@@ -52,7 +58,7 @@ export interface ReportInput {
 export async function writeReport(input: ReportInput): Promise<void> {
   const { started, runId, usedLocalStack, run, ceiling, baseline, runs, peerSetup, peerBest, peerSweep, peerRuns } =
     input;
-  const { correctness, soak, soakPoints, freshness, longTransactions } = input;
+  const { correctness, soak, soakPoints, freshness, longTransactions, dependencyOrder, reference } = input;
   const { driver, size, counts, events } = run;
   const single = runs.filter((r) => r.instances === 1);
   const projectorRate = median(single.map((r) => r.recordsPerSecond));
@@ -84,6 +90,14 @@ export async function writeReport(input: ReportInput): Promise<void> {
       return projector ? round(projector.recordsPerSecond / peer.recordsPerSecond, 2) : null;
     }),
     peerPeakRssMiB: peerRuns.length > 0 ? Math.max(...peerRuns.map((r) => r.peakRssMiB)) : null,
+    /** CPU seconds of the system's own process per record, median over the turns above. */
+    projectorCpuSecondsPerRecord: cpuPerRecord(single, "projector"),
+    peerCpuSecondsPerRecord: cpuPerRecord(peerRuns, "connect"),
+    /** The graph the last turn of each left (the peer's escalations mostly find nothing to MATCH here). */
+    projectorGraph: single[single.length - 1]?.fingerprint ?? null,
+    peerGraph: peerRuns[peerRuns.length - 1]?.fingerprint ?? null,
+    /** The log published in dependency order: both systems build the whole graph. */
+    dependencyOrder: dependencyOrder.length > 0 ? dependencyOrderSummary(dependencyOrder, reference) : null,
     longTransactions: longTransactions.transactions.length,
     longTransactionPolls: { answered: longTransactions.polls, failed: longTransactions.failedPolls },
     freshness: freshness.map((f) => ({
@@ -142,6 +156,8 @@ export async function writeReport(input: ReportInput): Promise<void> {
       sweep: peerSweep,
       runs: peerRuns,
     },
+    dependencyOrder:
+      dependencyOrder.length > 0 ? { peerConfig: peerBest ?? null, reference, runs: dependencyOrder } : null,
     correctness,
     soak,
     soakPoints,
@@ -156,6 +172,14 @@ export async function writeReport(input: ReportInput): Promise<void> {
   fs.writeFileSync(path.join(outDir, quick ? "latest-quick.svg" : "latest.svg"), svg);
   say(`results: ${path.relative(ROOT, file)}`);
   process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+}
+
+function cpuPerRecord(runs: readonly { records: number; cpuSeconds: CpuSeconds }[], name: string): number | null {
+  const values = runs.flatMap((r) => {
+    const cpu = r.cpuSeconds[name];
+    return cpu == null ? [] : [cpu / r.records];
+  });
+  return values.length > 0 ? round(median(values), 6) : null;
 }
 
 function compact(result: DirectResult) {
