@@ -15,7 +15,7 @@ import type { GraphWriter } from "../../src/ports.js";
 import { consumedTopics, STREAMS, type Stream, type TopicNames } from "../../src/topics.js";
 import { REPEAT, round, say, sleep } from "../args.js";
 import { compareGraphs, countsByType, differenceCount, type GraphCounts } from "../lib/correctness.js";
-import { cpuMeter } from "../lib/cpu.js";
+import { type CpuSeconds, cpuMeter } from "../lib/cpu.js";
 import { wipeGraph } from "../lib/direct.js";
 import { type ProjectorProcess, startProjector } from "../lib/projector.js";
 import { stagesOf } from "../peer/correctness.js";
@@ -115,6 +115,8 @@ async function runOne(
   const perStage: Partial<Record<Stream, DependencyOrderStage>> = {};
   const t0 = Date.now();
   let end = t0;
+  let cpuSeconds: CpuSeconds;
+  let peakRssMiB: number;
   try {
     for (const [n, stage] of stages.entries()) {
       const stream = STREAMS[n] as Stream;
@@ -128,10 +130,12 @@ async function runOne(
         seconds: round((end - started) / 1000, 2),
       };
     }
+    // Read while the process lives: /proc forgets it once it has exited.
+    cpuSeconds = meter.since();
+    peakRssMiB = consumer.peakRssMiB();
   } finally {
     await consumer.stop();
   }
-  const cpuSeconds = meter.since();
   const records = stages.reduce((sum, stage) => sum + stage.length, 0);
   const perRecord = (...names: string[]) => {
     const values = names.map((name) => cpuSeconds[name]);
@@ -150,7 +154,7 @@ async function runOne(
     cpuSeconds,
     cpuSecondsPerRecord: perRecord(own),
     cpuSecondsPerRecordWithNeo4j: perRecord(own, "neo4j"),
-    peakRssMiB: consumer.peakRssMiB(),
+    peakRssMiB,
     graph: countsByType(left),
     differences: compareGraphs(expected, left),
     errors: consumer.errors(),
