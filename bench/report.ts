@@ -58,7 +58,8 @@ export interface ReportInput {
 export async function writeReport(input: ReportInput): Promise<void> {
   const { started, runId, usedLocalStack, run, ceiling, baseline, runs, peerSetup, peerBest, peerSweep, peerRuns } =
     input;
-  const { correctness, soak, soakPoints, freshness, longTransactions, dependencyOrder, reference } = input;
+  const { correctness, soak, soakPoints, freshness, longTransactions } = input;
+  const { dependencyOrder, reference } = input;
   const { driver, size, counts, events } = run;
   const single = runs.filter((r) => r.instances === 1);
   const projectorRate = median(single.map((r) => r.recordsPerSecond));
