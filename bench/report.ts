@@ -59,13 +59,13 @@ export async function writeReport(input: ReportInput): Promise<void> {
   const { started, runId, usedLocalStack, run, ceiling, baseline, runs, peerSetup, peerBest, peerSweep, peerRuns } =
     input;
   const { correctness, soak, soakPoints, freshness, longTransactions } = input;
-  const { dependencyOrder, reference } = input;
   const { driver, size, counts, events } = run;
   const single = runs.filter((r) => r.instances === 1);
   const projectorRate = median(single.map((r) => r.recordsPerSecond));
   const byInstances = Object.fromEntries(
     INSTANCES.map((n) => [n, median(runs.filter((r) => r.instances === n).map((r) => r.recordsPerSecond))]),
   );
+  const { dependencyOrder, reference } = input;
   const versions = await driver.executeQuery("CALL dbms.components() YIELD name, versions, edition RETURN *");
   const neo4jVersion = versions.records.map((r) => `${r.get("name")} ${r.get("versions")[0]} ${r.get("edition")}`)[0];
   const kafkaPom = fs.readFileSync(path.join(ROOT, "stack/kafka/pom.xml"), "utf8");
