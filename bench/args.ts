@@ -27,6 +27,7 @@ const OPTIONS = {
   "skip-peer": { type: "boolean", default: false },
   "peer-config": { type: "string" },
   "skip-correctness": { type: "boolean", default: false },
+  "skip-dependency-order": { type: "boolean", default: false },
   "skip-freshness": { type: "boolean", default: false },
   "freshness-seconds": { type: "string" },
   "freshness-warmup": { type: "string" },
@@ -61,6 +62,7 @@ runs       --instances 1,2,3   --repeat N (single-instance turns, medians report
 anchors    --skip-ceiling   --ceiling-config BATCHxCONCURRENCY   --skip-baseline   --baseline-sample N
            --skip-warmup
 peer       --skip-peer   --peer-config BATCHxTASKS (Neo4j's Kafka connector)   --skip-correctness
+           --skip-dependency-order (the like-for-like comparison on the log in dependency order)
 soak       --soak-minutes N (10; 0 skips)   --soak-rate R (500 records/s)
 freshness  --skip-freshness   --freshness-seconds N   --freshness-warmup N   --freshness-rates 0.5,0.9
            --freshness-rps R1,R2   --freshness-capacity R

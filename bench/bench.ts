@@ -10,7 +10,9 @@
  *   - freshness under a steady load at fractions of the measured capacity: p50/p99/max of (commit
  *     time − event time), from the service's histogram and from the records' own times;
  *   - the peer, Neo4j's own Kafka Connect sink carrying the same §3 statements (bench/peer), taking
- *     turns with the projector, and both systems' graphs against the reference model (correctness).
+ *     turns with the projector, and both systems' graphs against the reference model (correctness);
+ *   - both again on the log published in dependency order, where the peer builds the whole graph too
+ *     (loads/dependency-order.ts): records/s, CPU seconds per record, peak RSS and the graph each left.
  * Results go to bench/results/<timestamp>.json and bench/results/latest.svg (bench/README.md).
  */
 import path from "node:path";
@@ -26,6 +28,7 @@ import { errorMessage } from "../src/errors.js";
 import { createLogger } from "../src/logger.js";
 import { noopMetrics } from "../src/ports.js";
 import { type Stream, topicNames } from "../src/topics.js";
+import { referenceGraph } from "../test/support/reference-model.js";
 import { generateEventLog } from "../workload/generate.js";
 import {
   AGENTS,
@@ -47,6 +50,7 @@ import {
   say,
   workloadSize,
 } from "./args.js";
+import { countsByType } from "./lib/correctness.js";
 import { cpuMeter, pidListeningOn, portOf } from "./lib/cpu.js";
 import {
   type DirectResult,
@@ -59,6 +63,7 @@ import {
 import { freshnessRates } from "./lib/freshness.js";
 import { watchLongTransactions } from "./lib/long-transactions.js";
 import { ceilingSweep } from "./loads/ceiling.js";
+import { runDependencyOrder } from "./loads/dependency-order.js";
 import { runFreshness } from "./loads/freshness.js";
 import { peerSweepRun } from "./loads/peer-sweep.js";
 import { runProjectors } from "./loads/projectors.js";
@@ -69,7 +74,7 @@ import { buildPeerForStack, loadPeerEnv } from "./peer/peer.js";
 import { type PeerRunResult, type PeerSetup, runPeer } from "./peer/run.js";
 import { apicurioApiUrl } from "./peer/worker.js";
 import { writeReport } from "./report.js";
-import type { FreshnessResult, RunResult } from "./results.js";
+import type { DependencyOrderRun, FreshnessResult, RunResult } from "./results.js";
 
 async function main(): Promise<void> {
   const started = new Date();
@@ -317,6 +322,17 @@ async function main(): Promise<void> {
   if (ceiling) ceiling.recordsPerSecond = median(ceiling.best.map((b) => b.recordsPerSecond));
   for (const instances of INSTANCES) if (instances !== 1) await projectorRun(instances);
 
+  // ---- like for like: the log published in dependency order, both systems building all of it ----
+  let dependencyOrder: DependencyOrderRun[] = [];
+  const reference = referenceGraph(events);
+  if (!flags["skip-dependency-order"] && INSTANCES.includes(1))
+    dependencyOrder = await runDependencyOrder(
+      run,
+      graph,
+      reference,
+      peerSetup && peerBest ? { setup: peerSetup, ...peerBest } : undefined,
+    );
+
   // ---- correctness: both systems' graphs against the reference model, in three deliveries -------
   let correctness: { workload: Record<string, number>; rows: CorrectnessRow[] } | undefined;
   if (!flags["skip-correctness"]) {
@@ -395,6 +411,8 @@ async function main(): Promise<void> {
     peerBest,
     peerSweep,
     peerRuns,
+    dependencyOrder,
+    reference: countsByType(reference),
     correctness,
     soak,
     soakPoints,

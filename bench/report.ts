@@ -21,14 +21,17 @@ import {
   say,
 } from "./args.js";
 import { chartFromResults } from "./lib/chart.js";
+import type { GraphCounts } from "./lib/correctness.js";
+import type { CpuSeconds } from "./lib/cpu.js";
 import type { DirectResult } from "./lib/direct.js";
 import type { LongTransaction } from "./lib/long-transactions.js";
 import { quantile } from "./lib/prom.js";
 import { renderChart } from "./lib/svg.js";
+import { dependencyOrderSummary } from "./loads/dependency-order.js";
 import type { BenchRun } from "./loads/run.js";
 import type { CorrectnessRow } from "./peer/correctness.js";
 import type { PeerRunResult, PeerSetup } from "./peer/run.js";
-import type { FreshnessResult, RunResult } from "./results.js";
+import type { DependencyOrderRun, FreshnessResult, RunResult } from "./results.js";
 
 export interface ReportInput {
   readonly started: Date;
@@ -44,6 +47,9 @@ export interface ReportInput {
   readonly peerBest: { batchSize: number; tasks: number } | undefined;
   readonly peerSweep: PeerRunResult[];
   readonly peerRuns: (PeerRunResult & { fingerprint: Record<string, number> })[];
+  /** The like-for-like comparison (bench/loads/dependency-order.ts) and the reference model's counts. */
+  readonly dependencyOrder: DependencyOrderRun[];
+  readonly reference: GraphCounts;
   readonly correctness: { workload: Record<string, number>; rows: CorrectnessRow[] } | undefined;
   readonly soak: Record<string, unknown> | undefined;
   readonly soakPoints: { minute: number; rssMiB: number; lag: number }[];
@@ -62,6 +68,7 @@ export async function writeReport(input: ReportInput): Promise<void> {
   const byInstances = Object.fromEntries(
     INSTANCES.map((n) => [n, median(runs.filter((r) => r.instances === n).map((r) => r.recordsPerSecond))]),
   );
+  const { dependencyOrder, reference } = input;
   const versions = await driver.executeQuery("CALL dbms.components() YIELD name, versions, edition RETURN *");
   const neo4jVersion = versions.records.map((r) => `${r.get("name")} ${r.get("versions")[0]} ${r.get("edition")}`)[0];
   const kafkaPom = fs.readFileSync(path.join(ROOT, "stack/kafka/pom.xml"), "utf8");
@@ -101,6 +108,14 @@ export async function writeReport(input: ReportInput): Promise<void> {
       return projector ? round(projector.recordsPerSecond / peer.recordsPerSecond, 2) : null;
     }),
     peerPeakRssMiB: peerRuns.length > 0 ? Math.max(...peerRuns.map((r) => r.peakRssMiB)) : null,
+    /** CPU seconds of the system's own process per record, median over the turns above. */
+    projectorCpuSecondsPerRecord: cpuPerRecord(single, "projector"),
+    peerCpuSecondsPerRecord: cpuPerRecord(peerRuns, "connect"),
+    /** The graph the last turn of each left (the peer's escalations mostly find nothing to MATCH here). */
+    projectorGraph: single[single.length - 1]?.fingerprint ?? null,
+    peerGraph: peerRuns[peerRuns.length - 1]?.fingerprint ?? null,
+    /** The log published in dependency order: both systems build the whole graph. */
+    dependencyOrder: dependencyOrder.length > 0 ? dependencyOrderSummary(dependencyOrder, reference) : null,
     longTransactions: longTransactions.transactions.length,
     longTransactionPolls: { answered: longTransactions.polls, failed: longTransactions.failedPolls },
     freshness: freshness.map((f) => ({
@@ -160,6 +175,8 @@ export async function writeReport(input: ReportInput): Promise<void> {
       sweep: peerSweep,
       runs: peerRuns,
     },
+    dependencyOrder:
+      dependencyOrder.length > 0 ? { peerConfig: peerBest ?? null, reference, runs: dependencyOrder } : null,
     correctness,
     soak,
     soakPoints,
@@ -174,6 +191,14 @@ export async function writeReport(input: ReportInput): Promise<void> {
   fs.writeFileSync(path.join(outDir, quick ? "latest-quick.svg" : "latest.svg"), svg);
   say(`results: ${path.relative(ROOT, file)}`);
   process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+}
+
+function cpuPerRecord(runs: readonly { records: number; cpuSeconds: CpuSeconds }[], name: string): number | null {
+  const values = runs.flatMap((r) => {
+    const cpu = r.cpuSeconds[name];
+    return cpu == null ? [] : [cpu / r.records];
+  });
+  return values.length > 0 ? round(median(values), 6) : null;
 }
 
 function compact(result: DirectResult) {

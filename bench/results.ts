@@ -1,4 +1,5 @@
 /** What one benchmark run measures, as written to the results file. */
+import type { GraphCounts, GraphErrors } from "./lib/correctness.js";
 import type { CpuSeconds } from "./lib/cpu.js";
 
 export interface RunResult {
@@ -61,5 +62,36 @@ export interface FreshnessResult {
   readonly peakRssMiB: number;
   readonly cpuSeconds: CpuSeconds;
   readonly loadAverageAtEnd: number[];
+  readonly errors: string[];
+}
+
+export interface DependencyOrderStage {
+  readonly records: number;
+  /** Seconds the bench took to publish the stage (the consumer reads meanwhile). */
+  readonly publishSeconds: number;
+  /** From the stage's first publish to zero lag on it. */
+  readonly seconds: number;
+}
+
+/** One system's run of the like-for-like comparison: the log published in dependency order (bench/loads/dependency-order.ts). */
+export interface DependencyOrderRun {
+  readonly system: "projector" | "peer";
+  readonly turn: number;
+  readonly records: number;
+  /** From the registry's first publish to zero lag after the escalations. */
+  readonly seconds: number;
+  readonly recordsPerSecond: number;
+  readonly stages: Record<"registry-mutation" | "outcome-created" | "escalation-edge", DependencyOrderStage>;
+  /** CPU seconds per process over the same window (`projector` or `connect` is the system's own). */
+  readonly cpuSeconds: CpuSeconds;
+  /** The system's own process, per record. */
+  readonly cpuSecondsPerRecord: number | null;
+  /** The system's own process and Neo4j's, per record. */
+  readonly cpuSecondsPerRecordWithNeo4j: number | null;
+  readonly peakRssMiB: number;
+  /** The graph it left: nodes per label, relationships per type. */
+  readonly graph: GraphCounts;
+  /** That graph against the reference model of the log (bench/lib/correctness.ts). */
+  readonly differences: GraphErrors;
   readonly errors: string[];
 }

@@ -112,3 +112,33 @@ export function compareGraphs(expected: CanonicalGraph, actual: CanonicalGraph):
     examples,
   };
 }
+
+/** Nodes per label and relationships per type of a canonical graph, names sorted. */
+export interface GraphCounts {
+  readonly nodes: Record<string, number>;
+  readonly relationships: Record<string, number>;
+}
+
+export function countsByType(graph: CanonicalGraph): GraphCounts {
+  const count = (names: string[]) => {
+    const out: Record<string, number> = {};
+    for (const name of names.sort()) out[name] = (out[name] ?? 0) + 1;
+    return out;
+  };
+  return {
+    nodes: count(graph.nodes.map((line) => line.slice(0, line.indexOf(":")))),
+    relationships: count(graph.relationships.map((line) => REL.exec(line)?.[2] ?? "?")),
+  };
+}
+
+/** Everything compareGraphs counted, in one number. */
+export function differenceCount(errors: GraphErrors): number {
+  return (
+    errors.missingProduced +
+    errors.missingObserved +
+    errors.missingEscalatedTo +
+    errors.wrongObservedCount +
+    errors.wrongDeclared +
+    errors.otherDifferences
+  );
+}

@@ -60,7 +60,7 @@ export interface CorrectnessContext {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The publishing plan of a delivery: stages published one after another, each consumed before the next. */
-function stagesOf(delivery: Delivery, log: EventLog): ProjectorEvent[][] {
+export function stagesOf(delivery: Delivery, log: EventLog): ProjectorEvent[][] {
   const all = [...log.registry, ...log.outcomes, ...log.escalations];
   if (delivery === "dependency order") return [[...log.registry], [...log.outcomes], [...log.escalations]];
   if (delivery === "three topics at once") return [all];

@@ -41,8 +41,8 @@ export interface PeerRunResult {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
 
-/** Committed offsets of `group` against the (fixed) high watermarks of `topics`, per topic. */
-async function lagPoller(admin: Admin, group: string, topics: readonly string[]) {
+/** Committed offsets of `group` against the high watermarks of `topics` when made (or refreshed), per topic. */
+export async function lagPoller(admin: Admin, group: string, topics: readonly string[]) {
   const watermarks = new Map<string, { high: number; low: number }>();
   const refresh = async () => {
     for (const topic of topics)
