@@ -105,6 +105,7 @@ export async function buildConsumer(
       // §3.1/§3.2 lock the agent and every agent on its escalation path, so registry batches of two
       // partitions deadlock on each other more often than not; applied one at a time, they don't.
       serialStreams: new Set<Stream>(["registry-mutation"]),
+      writesPerStream: config.neo4j.maxConcurrentWrites,
       onCommitted: hold.committed,
     },
     {

@@ -73,4 +73,40 @@ describe("createCoalescer", () => {
     finish[1]?.();
     await expect(c).resolves.toBeUndefined();
   });
+
+  it("with concurrency 2, runs two calls at once and merges what waits meanwhile into the next", async () => {
+    const { apply, calls, finish, maxActive } = recordingApply();
+    const submit = createCoalescer(apply, 3, 2);
+    // Over maxItems together: the first call takes [1, 2], the second starts at once with [3, 4].
+    const first = [submit("t", [1, 2]), submit("t", [3, 4])];
+    await tick();
+    expect(calls).toEqual([
+      [1, 2],
+      [3, 4],
+    ]);
+    const waiting = [submit("t", [5]), submit("t", [6]), submit("t", [7])];
+    await tick();
+    expect(calls).toHaveLength(2);
+    finish[1]?.();
+    await first[1];
+    await tick();
+    expect(calls[2]).toEqual([5, 6, 7]);
+    finish[0]?.();
+    finish[2]?.();
+    await Promise.all([...first, ...waiting]);
+    expect(maxActive()).toBe(2);
+  });
+
+  it("with concurrency 2, a lone request starts a call while the other is busy", async () => {
+    const { apply, calls, finish } = recordingApply();
+    const submit = createCoalescer(apply, 100, 2);
+    const a = submit("t", [1]);
+    await tick();
+    const b = submit("t", [2]);
+    await tick();
+    expect(calls).toEqual([[1], [2]]);
+    finish[0]?.();
+    finish[1]?.();
+    await Promise.all([a, b]);
+  });
 });

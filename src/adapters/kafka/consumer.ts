@@ -22,6 +22,11 @@ export interface ConsumerOptions {
    * partitions that wait meanwhile go together into the next one (pipeline/coalesce.ts).
    */
   readonly serialStreams?: ReadonlySet<Stream>;
+  /**
+   * How many transactions each other stream has in flight at once in this instance (the graph
+   * writer's slots); its sub-batches that wait meanwhile go together into the next one. Default 1.
+   */
+  readonly writesPerStream?: number;
   /** Called after a sub-batch of a stream was applied and its offset committed. */
   readonly onCommitted?: (stream: Stream) => void;
 }

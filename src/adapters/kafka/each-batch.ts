@@ -12,7 +12,7 @@ import {
 import { type PartitionPositions, positionAfter } from "../../pipeline/partition-positions.js";
 import { oldestUnapplied } from "../../pipeline/unapplied-age.js";
 import type { PauseReason, SourceRecord } from "../../ports.js";
-import { roleOfTopic, type Stream, type TopicNames } from "../../topics.js";
+import { roleOfTopic, STREAMS, type Stream, type TopicNames } from "../../topics.js";
 import type { ConsumerDeps, ConsumerOptions } from "./consumer.js";
 import type { PartitionPauses } from "./partition-pauses.js";
 import { toSourceRecord } from "./source-record.js";
@@ -72,16 +72,24 @@ export function createBatchApplier(
   let drained = false;
   const isHeld = (stream: Stream) => options.isHeld?.(stream) ?? false;
   const serial = options.serialStreams ?? new Set<Stream>();
-  // One transaction at a time per serial stream; partitions' batches that wait are merged into it.
-  const serialApply = new Map(
-    [...serial].map((stream) => [
+  // Per stream, its sub-batches that wait for a transaction are merged into the next one; a serial
+  // stream has one transaction at a time, the others as many as writesPerStream.
+  const applyMerged = Object.fromEntries(
+    STREAMS.map((stream) => [
       stream,
-      createCoalescer<SourceRecord>(async (records) => {
-        // One transaction for several partitions of the stream: its progress is theirs.
-        await deps.handle(stream, records, () => positions.touchStream(stream));
-      }, options.maxBatchRecords),
+      createCoalescer<SourceRecord>(
+        async (records) => {
+          // One transaction for several partitions of the stream: its progress is theirs.
+          const keys = new Set(records.map((record) => `${record.topic}/${record.partition}`));
+          await deps.handle(stream, records, () => {
+            for (const key of keys) positions.touch(key);
+          });
+        },
+        options.maxBatchRecords,
+        serial.has(stream) ? 1 : (options.writesPerStream ?? 1),
+      ),
     ]),
-  );
+  ) as Record<Stream, (topic: string, records: readonly SourceRecord[]) => Promise<void>>;
 
   const pauseFor = (payload: EachBatchPayload, ms: number, reason: PauseReason, heldStream?: Stream) =>
     pauses.pauseUntil(payload.batch.topic, payload.batch.partition, payload.pause(), ms, reason, heldStream);
@@ -158,10 +166,7 @@ export function createBatchApplier(
         // and the batch is fetched and applied a second time.
         const heartbeat = setInterval(() => void payload.heartbeat().catch(() => {}), HEARTBEAT_WHILE_APPLYING_MS);
         try {
-          const coalesced = serialApply.get(role.stream);
-          await (coalesced
-            ? coalesced(batch.topic, chunk)
-            : deps.handle(role.stream, chunk, () => positions.touch(partitionKey)));
+          await applyMerged[role.stream](batch.topic, chunk);
         } catch (error) {
           const attempt = (failures.get(partitionKey) ?? 0) + 1;
           failures.set(partitionKey, attempt);
