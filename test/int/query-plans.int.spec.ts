@@ -1,6 +1,7 @@
 import neo4j from "neo4j-driver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { migrate } from "../../src/adapters/neo4j/migrate.js";
+import { UNPUBLISHED_COUNTS, UNPUBLISHED_FINDINGS } from "../../src/cypher/findings.js";
 import { REGISTRY_TOMBSTONE } from "../../src/cypher/s3_1-registry-projection.js";
 import type { Statement } from "../../src/cypher/statement.js";
 import { affectedAfter, affectedBefore, targetsReach } from "../../src/cypher/terminal-reach.js";
@@ -140,5 +141,35 @@ describe("§3 statements' plans under the statistics of a catch-up", () => {
       { database },
     );
     expect(neo4j.integer.toNumber(records[0]?.get("produced"))).toBeGreaterThan(3000);
+  });
+
+  it("the findings publisher's reads seek the few unpublished findings, not every finding recorded", async () => {
+    // After every batch that records findings the publisher reads what is unpublished and counts it;
+    // a scan of every Finding made that cost grow with the graph (a fifth of Neo4j's CPU under a
+    // steady load of undeclared escalations, bench/README). The index is migrate's to create.
+    await harness.driver.executeQuery("DROP INDEX finding_published IF EXISTS", {}, { database });
+    await migrate(harness.driver, [database]);
+    await harness.driver.executeQuery(
+      `UNWIND range(1, 3000) AS n
+       CREATE (:Finding {tenant_id: 'default', finding_id: 'plans-' + toString(n), kind: 'undeclared-escalation',
+                         detected_at: datetime(), published: n > 3})`,
+      {},
+      { database },
+    );
+    const found: Record<string, string[]> = {};
+    for (const [name, cypher] of [
+      ["unpublished", UNPUBLISHED_FINDINGS],
+      ["counts", UNPUBLISHED_COUNTS],
+    ] as const) {
+      const result = await harness.driver.executeQuery(
+        `CYPHER replan=force EXPLAIN ${cypher}`,
+        { limit: 500 },
+        { database },
+      );
+      found[name] = scansIn(result.summary.plan as unknown as PlanNode);
+    }
+    expect(found).toEqual({ unpublished: [], counts: [] });
+    const { records } = await harness.driver.executeQuery(UNPUBLISHED_COUNTS, {}, { database });
+    expect(records.map((r) => neo4j.integer.toNumber(r.get("unpublished")))).toEqual([3]);
   });
 });

@@ -12,6 +12,13 @@ const PAGE = 500;
 const FIRST_WAIT_MS = 500;
 const MAX_WAIT_MS = 30_000;
 const STOP_WAIT_MS = 5_000;
+/**
+ * A round starts this long after the batch that asked for it, so the findings of the batches committed
+ * meanwhile go out in the same round. A round per batch, under a steady stream of undeclared
+ * escalations, cost a write transaction (marking them published), two reads and a produce request per
+ * batch of every stream's lane, and the write took a slot from the projection's transactions.
+ */
+const LINGER_MS = 250;
 
 export interface FindingPublisher {
   /** A committed transaction recorded findings (or start-up sweeps): publish what is unpublished. */
@@ -59,8 +66,9 @@ export function findingOutboxes(tenants: readonly TenantRoute[]): FindingOutbox[
  * them published. A crash between send and mark sends them again on the next round or start: the
  * topic gets each finding at least once, always with the same content, which follows from its id.
  * Several instances may send the same finding; a consumer deduplicates by `finding_id`.
- * One round at a time; a request during a round runs another after it. A failed round is tried again
- * with a growing wait, since a finding must not stay behind because Kafka was away for a while.
+ * One round at a time, starting LINGER_MS after it was asked for; a request during a round runs another
+ * after it. A failed round is tried again with a growing wait, since a finding must not stay behind
+ * because Kafka was away for a while.
  */
 export function createFindingPublisher(deps: {
   readonly graph: GraphWriter;
@@ -76,6 +84,8 @@ export function createFindingPublisher(deps: {
 }): FindingPublisher {
   const sleep = deps.sleep ?? systemSleep;
   let running: Promise<void> | undefined;
+  /** Asked for during the linger: that round reads what the request committed, nothing to do again. */
+  let lingering = false;
   let again = false;
   let stopped = false;
 
@@ -151,16 +161,22 @@ export function createFindingPublisher(deps: {
   function recorded(): void {
     if (stopped) return;
     if (running) {
-      again = true;
+      if (!lingering) again = true;
       return;
     }
-    running = round().finally(() => {
-      running = undefined;
-      if (again) {
-        again = false;
-        recorded();
-      }
-    });
+    lingering = true;
+    running = sleep(LINGER_MS)
+      .then(() => {
+        lingering = false;
+        return round();
+      })
+      .finally(() => {
+        running = undefined;
+        if (again) {
+          again = false;
+          recorded();
+        }
+      });
   }
 
   return {
