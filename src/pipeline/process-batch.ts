@@ -43,7 +43,10 @@ export interface BatchDeps {
   readonly upstream?: UpstreamProgress;
   /** The control terminals (TERMINAL_AGENT_IDS): registry batches record terminal-unreachable findings. */
   readonly terminalIds?: readonly string[];
-  /** false (FINDINGS_ENABLED=false): the plans' follow-ups, which record findings, are not run. */
+  /**
+   * false (FINDINGS_ENABLED=false): no finding is judged or recorded — the plans' follow-ups, which
+   * record them, are not run, and registry batches are not judged against the terminals.
+   */
   readonly recordFindings?: boolean;
   /** Told when a committed batch recorded findings, so they are published (adapters/kafka/finding-publisher.ts). */
   readonly findings?: { recorded(): void };
@@ -295,9 +298,10 @@ async function applyEvents<S extends Stream>(
   fates: Map<number, Fate>,
 ): Promise<void> {
   const rules: StreamRules<EventOf<S>> = STREAM_RULES[stream];
-  const plan = rules.project(events, target.scoped, deps.terminalIds ?? []);
+  const recordFindings = deps.recordFindings !== false;
+  const plan = rules.project(events, target.scoped, recordFindings ? (deps.terminalIds ?? []) : []);
   if (plan.statements.length === 0) return;
-  const followUp = deps.recordFindings === false ? undefined : plan.followUp;
+  const followUp = recordFindings ? plan.followUp : undefined;
   const results: StatementResult[] = await deps.graph.apply(target.database, plan.statements, followUp);
   for (const result of results) deps.metrics.recordStatement(result);
   const findings = recordedFindings(results);
