@@ -96,7 +96,7 @@ const envSchema = z.object({
   METRICS_PORT: int(9464, 0, 65535),
   METRICS_HOST: z.string().min(1).default("127.0.0.1"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
-  BATCH_MAX_RECORDS: int(5000, 1, 100_000),
+  BATCH_MAX_RECORDS: int(2000, 1, 100_000),
   PARTITIONS_CONSUMED_CONCURRENTLY: int(6, 1, 256),
   NEO4J_MAX_CONCURRENT_WRITES: int(2, 1, 256),
   FETCH_MAX_BYTES_PER_PARTITION: int(1_048_576, 1024, 1_073_741_824),

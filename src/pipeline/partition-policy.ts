@@ -40,7 +40,7 @@ export function admitBatch(
 
 /**
  * Sub-batch bounds of a fetched batch of `count` records: as few sub-batches as `maxRecords` allows,
- * of equal size. 11,000 records go as 3 × 3,667 rather than 5,000 + 5,000 + 1,000, which would spend a
+ * of equal size. 5,000 records go as 3 × 1,667 rather than 2,000 + 2,000 + 1,000, which would spend a
  * whole transaction's overhead on a short tail.
  */
 export function subBatches(count: number, maxRecords: number): { start: number; end: number }[] {
