@@ -57,6 +57,13 @@ export interface FreshnessResult {
   readonly metricsScrapeErrors: number;
   readonly deferred: number;
   readonly transactionRetries: number;
+  /**
+   * Governance findings recorded in the window (agp_findings_total), and those still unpublished at
+   * its end (agp_findings_unpublished): a load whose findings stopped being judged or published would
+   * be lighter than the one a user runs (not in results before it existed).
+   */
+  readonly findingsRecorded?: number;
+  readonly findingsUnpublishedAtEnd?: number;
   readonly batchP50Ms: number | null;
   readonly batchP99Ms: number | null;
   readonly peakRssMiB: number;

@@ -215,7 +215,8 @@ export async function runFreshness(
   await scraper;
   const unsettledAtEnd = tracker.settleRemaining(Date.now());
   const cpuSeconds = meter?.since() ?? {};
-  const window = sampleDelta(await child.scrape(), before);
+  const after = await child.scrape();
+  const window = sampleDelta(after, before);
   const peak = child.rssKiB();
   await child.stop();
   const fromHistogram = (stream: Stream) => ({
@@ -259,6 +260,8 @@ export async function runFreshness(
     metricsScrapeErrors: scrapeErrors,
     deferred: total(window, "agp_records_total", { result: "deferred" }),
     transactionRetries: total(window, "agp_transaction_retries_total"),
+    findingsRecorded: total(window, "agp_findings_total"),
+    findingsUnpublishedAtEnd: total(after, "agp_findings_unpublished"),
     batchP50Ms: nullable(histogramQuantile(window, "agp_batch_duration_seconds", 0.5), 1000),
     batchP99Ms: nullable(histogramQuantile(window, "agp_batch_duration_seconds", 0.99), 1000),
     peakRssMiB: round((peak?.hwm ?? 0) / 1024),
@@ -275,7 +278,7 @@ export async function runFreshness(
   });
   say(
     `freshness ${runNo} at ${rate} records/s (achieved ${result.achievedRate}): ${perStream.join("; ")}; ` +
-      `drained in ${result.drainSeconds} s, ${result.deferred} deferred; CPU ${JSON.stringify(cpuSeconds)} s`,
+      `drained in ${result.drainSeconds} s, ${result.deferred} deferred; ${result.findingsRecorded} findings recorded, ${result.findingsUnpublishedAtEnd} unpublished at the end; CPU ${JSON.stringify(cpuSeconds)} s`,
   );
   return result;
 }
