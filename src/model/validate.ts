@@ -195,34 +195,45 @@ function checkEscalationEdge(value: Decoded, rules: ValidationRules): Escalation
  */
 function withinLengths<E extends object>(event: E | Rejection, rules: ValidationRules): E | Rejection {
   if (event instanceof Rejection) return event;
-  const offender = firstTooLong(event, "", false, rules);
+  const offender = firstTooLong(event, false, rules);
   if (!offender) return event;
-  const [path, length, limit, key] = offender;
-  return new Rejection("value-too-long", `${path} has ${length} characters, over ${key} (${limit})`);
+  const { path, length, limit, key } = offender;
+  const where = path.map((step, i) => (typeof step === "number" ? `[${step}]` : i === 0 ? step : `.${step}`)).join("");
+  return new Rejection("value-too-long", `${where} has ${length} characters, over ${key} (${limit})`);
 }
 
-function firstTooLong(
-  value: unknown,
-  path: string,
-  isId: boolean,
-  rules: ValidationRules,
-): [string, number, number, string] | undefined {
+interface TooLong {
+  /** Where the string sits, outermost first: field names and array indexes. */
+  readonly path: (string | number)[];
+  readonly length: number;
+  readonly limit: number;
+  readonly key: string;
+}
+
+/** The first string over its limit; its path is built on the way out, so a valid event builds none. */
+function firstTooLong(value: unknown, isId: boolean, rules: ValidationRules): TooLong | undefined {
   if (typeof value === "string") {
     const [limit, key] = isId ? [rules.maxIdLength, "MAX_ID_LENGTH"] : [rules.maxTextLength, "MAX_TEXT_LENGTH"];
-    return value.length > limit ? [path, value.length, limit, key] : undefined;
+    return value.length > limit ? { path: [], length: value.length, limit, key } : undefined;
   }
   if (Array.isArray(value)) {
-    for (const [index, item] of value.entries()) {
-      const found = firstTooLong(item, `${path}[${index}]`, isId, rules);
-      if (found) return found;
+    for (let index = 0; index < value.length; index++) {
+      const found = firstTooLong(value[index], isId, rules);
+      if (found) {
+        found.path.unshift(index);
+        return found;
+      }
     }
     return undefined;
   }
   if (value !== null && typeof value === "object") {
-    for (const [field, item] of Object.entries(value)) {
+    for (const field of Object.keys(value)) {
       const itemIsId = field.endsWith("_id") || field === "escalation_path";
-      const found = firstTooLong(item, path === "" ? field : `${path}.${field}`, itemIsId, rules);
-      if (found) return found;
+      const found = firstTooLong((value as Record<string, unknown>)[field], itemIsId, rules);
+      if (found) {
+        found.path.unshift(field);
+        return found;
+      }
     }
   }
   return undefined;

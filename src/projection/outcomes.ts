@@ -40,12 +40,7 @@ export function projectOutcomes(events: readonly Indexed<OutcomeCreated>[], scop
     const sorted = [...round].sort(byAgent);
     const fresh = sorted.filter((item) => item.late !== true);
     const late = sorted.filter((item) => item.late === true);
-    const producedRows = sorted.map(({ i, event }) => ({
-      i,
-      ...tenant(event),
-      outcome_id: event.outcome_id,
-      agent_id: event.agent_id,
-    }));
+    const producedRows = sorted.map(({ i, event }) => ({ i, ...tenant(event), outcome_id: event.outcome_id }));
     const out: Statement[] = [];
     if (fresh.length > 0)
       out.push({

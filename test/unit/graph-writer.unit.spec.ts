@@ -1,4 +1,4 @@
-import type { Driver } from "neo4j-driver";
+import neo4j, { type Driver } from "neo4j-driver";
 import { describe, expect, it, vi } from "vitest";
 import { createGraphWriter, SILENCE_GRACE_MS } from "../../src/adapters/neo4j/graph-writer.js";
 import type { Statement } from "../../src/cypher/statement.js";
@@ -27,7 +27,7 @@ function fakeDriver(attempt: (n: number, cypher: string) => unknown) {
           const returned = attempt(n, cypher);
           const records: Record<string, unknown>[] = Array.isArray(returned) ? returned : [];
           return {
-            records: records.map((record) => ({ toObject: () => record })),
+            records: records.map((record) => new neo4j.Record(Object.keys(record), Object.values(record))),
             summary: { counters: { updates: () => counters } },
           };
         },

@@ -116,8 +116,9 @@ describe("projectOutcomes", () => {
       ["outcome", ["succeeded"]],
       ["3.3", [1]],
     ]);
-    // §3.3 reads only the two ids; the record index maps its result back to a fate.
-    expect(Object.keys(plan.statements[1]?.params.rows[0] ?? {}).sort()).toEqual(["agent_id", "i", "outcome_id"]);
+    // §3.3 reads only the outcome id (its agent is the one the Outcome node names); the record index
+    // maps its result back to a fate.
+    expect(Object.keys(plan.statements[1]?.params.rows[0] ?? {}).sort()).toEqual(["i", "outcome_id"]);
   });
 
   it("never overwrites an outcome from a late record, and calls one the outcome moved past stale", () => {

@@ -20,7 +20,7 @@ import {
   systemSleep,
 } from "../../ports.js";
 import { currentPem, currentSecret, RotationGrace } from "../credentials.js";
-import { toPlain } from "./values.js";
+import { plainRecord } from "./values.js";
 
 const rotations = new WeakMap<Driver, { readonly grace: RotationGrace; readonly password: () => string }>();
 
@@ -205,7 +205,7 @@ export function createGraphWriter(
           const counters = result.summary.counters.updates();
           const done: StatementResult = {
             name: statement.name,
-            records: result.records.map((record) => toPlain(record.toObject()) as Record<string, unknown>),
+            records: result.records.map(plainRecord),
             counters: {
               nodesCreated: counters.nodesCreated,
               nodesDeleted: counters.nodesDeleted,
@@ -268,7 +268,7 @@ export function createGraphWriter(
       try {
         const result = await tx.run(cypher, params);
         await tx.commit();
-        return result.records.map((record) => toPlain(record.toObject()) as Record<string, unknown>);
+        return result.records.map(plainRecord);
       } catch (error) {
         if (tx.isOpen()) await tx.rollback().catch(() => {});
         throw error;

@@ -5,18 +5,25 @@ import neo4j from "neo4j-driver";
  * nodes and relationships to their properties. The canonical dump and the report rely on this.
  */
 export function toPlain(value: unknown): unknown {
-  if (value === null || value === undefined) return value ?? null;
+  if (value === null || value === undefined) return null;
+  // Scalars first: most of what the §3 statements return is a flag per row, and each type check
+  // below probes the value's properties (they were a third of the writer's result handling).
+  if (typeof value !== "object") return value;
   if (neo4j.isInt(value)) return (value as neo4j.Integer).toNumber();
-  if (neo4j.isDateTime(value as object)) return new Date((value as neo4j.DateTime).toString()).getTime();
-  if (neo4j.isDate(value as object) || neo4j.isDuration(value as object) || neo4j.isLocalDateTime(value as object)) {
-    return String(value);
-  }
+  if (neo4j.isDateTime(value)) return new Date((value as neo4j.DateTime).toString()).getTime();
+  if (neo4j.isDate(value) || neo4j.isDuration(value) || neo4j.isLocalDateTime(value)) return String(value);
   if (Array.isArray(value)) return value.map(toPlain);
-  if (neo4j.isNode(value as object) || neo4j.isRelationship(value as object)) {
-    return toPlain((value as neo4j.Node).properties);
-  }
-  if (typeof value === "object") {
-    return Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([k, v]) => [k, toPlain(v)]));
-  }
-  return value;
+  if (neo4j.isNode(value) || neo4j.isRelationship(value)) return toPlain((value as neo4j.Node).properties);
+  const plain: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) plain[key] = toPlain((value as Record<string, unknown>)[key]);
+  return plain;
+}
+
+/** A result record as a plain object of its fields (toPlain of each), without the driver's toObject copy. */
+export function plainRecord(record: neo4j.Record): Record<string, unknown> {
+  const plain: Record<string, unknown> = {};
+  record.keys.forEach((key, index) => {
+    plain[key as string] = toPlain(record.get(index));
+  });
+  return plain;
 }
