@@ -97,6 +97,7 @@ const envSchema = z.object({
   METRICS_HOST: z.string().min(1).default("127.0.0.1"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   BATCH_MAX_RECORDS: int(2000, 1, 100_000),
+  BACKLOG_BATCH_MAX_RECORDS: int(5000, 1, 100_000),
   PARTITIONS_CONSUMED_CONCURRENTLY: int(6, 1, 256),
   NEO4J_MAX_CONCURRENT_WRITES: int(2, 1, 256),
   FETCH_MAX_BYTES_PER_PARTITION: int(1_048_576, 1024, 1_073_741_824),
@@ -210,7 +211,7 @@ const configSchema = envSchema.transform((env) => ({
   findingsEnabled: env.FINDINGS_ENABLED,
   metrics: { port: env.METRICS_PORT, host: env.METRICS_HOST },
   logLevel: env.LOG_LEVEL,
-  batch: { maxRecords: env.BATCH_MAX_RECORDS },
+  batch: { maxRecords: env.BATCH_MAX_RECORDS, backlogMaxRecords: env.BACKLOG_BATCH_MAX_RECORDS },
   limits: { maxListLength: env.MAX_LIST_LENGTH, maxIdLength: env.MAX_ID_LENGTH, maxTextLength: env.MAX_TEXT_LENGTH },
   retry: {
     maxAttempts: env.RETRY_MAX_ATTEMPTS,
@@ -259,6 +260,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }
     if (seen.has(route.tenantId)) throw new ConfigError("TENANTS", `tenant "${route.tenantId}" is listed twice`);
     seen.add(route.tenantId);
+  }
+  if (config.batch.backlogMaxRecords < config.batch.maxRecords) {
+    throw new ConfigError("BACKLOG_BATCH_MAX_RECORDS", "must be at least BATCH_MAX_RECORDS");
   }
   if (config.retry.backoffMaxMs < config.retry.backoffMs) {
     throw new ConfigError("RETRY_BACKOFF_MAX_MS", "must be at least RETRY_BACKOFF_MS");

@@ -1,7 +1,8 @@
 /**
  * Runs at most `concurrency` applications at a time and merges the requests that wait meanwhile: when
- * one in progress ends, everything queued for the same key as the oldest request (up to `maxItems`
- * items in all) goes in the next call. Each caller's promise settles with the call its items went into.
+ * one in progress ends, everything queued for the same key as the oldest request (up to that request's
+ * `maxItems`, the coalescer's unless the request names its own) goes in the next call. Each caller's
+ * promise settles with the call its items went into.
  *
  * Used for every stream, keyed by topic:
  * - the registry, one call at a time: §3.1/§3.2 batches of two partitions deadlock on each other, and
@@ -18,10 +19,11 @@ export function createCoalescer<T>(
   apply: (items: T[]) => Promise<void>,
   maxItems: number,
   concurrency = 1,
-): (key: string, items: readonly T[]) => Promise<void> {
+): (key: string, items: readonly T[], maxItems?: number) => Promise<void> {
   interface Request {
     readonly key: string;
     readonly items: readonly T[];
+    readonly maxItems: number;
     readonly resolve: () => void;
     readonly reject: (error: unknown) => void;
   }
@@ -36,7 +38,7 @@ export function createCoalescer<T>(
     let count = 0;
     for (let i = 0; i < queue.length; ) {
       const request = queue[i] as Request;
-      if (request.key === head.key && (taken.length === 0 || count + request.items.length <= maxItems)) {
+      if (request.key === head.key && (taken.length === 0 || count + request.items.length <= head.maxItems)) {
         taken.push(request);
         count += request.items.length;
         queue.splice(i, 1);
@@ -66,9 +68,9 @@ export function createCoalescer<T>(
     }
   }
 
-  return (key, items) =>
+  return (key, items, itemsCap = maxItems) =>
     new Promise<void>((resolve, reject) => {
-      queue.push({ key, items, resolve, reject });
+      queue.push({ key, items, maxItems: itemsCap, resolve, reject });
       if (!starting && running < concurrency) {
         starting = true;
         setImmediate(start);

@@ -99,6 +99,7 @@ export async function buildConsumer(
       groupId: config.kafka.group,
       partitionsConsumedConcurrently: config.kafka.partitionsConsumedConcurrently,
       maxBatchRecords: config.batch.maxRecords,
+      backlogBatchRecords: config.batch.backlogMaxRecords,
       fetchMaxBytesPerPartition: config.kafka.fetchMaxBytesPerPartition,
       fetchMaxBytes: config.kafka.fetchMaxBytes,
       isHeld: hold.isHeld,

@@ -46,6 +46,24 @@ describe("createCoalescer", () => {
     expect(maxActive()).toBe(1);
   });
 
+  it("merges up to the oldest waiting request's own maxItems when it names one", async () => {
+    const { apply, calls, finish } = recordingApply();
+    const submit = createCoalescer(apply, 2);
+    const first = submit("t", [1]);
+    await tick();
+    // Queued while the first call runs; the oldest of them allows 4 items, the coalescer 2.
+    const waiting = [submit("t", [2, 3], 4), submit("t", [4, 5]), submit("t", [6])];
+    finish[0]?.();
+    await first;
+    await tick();
+    finish[1]?.();
+    await tick();
+    await tick();
+    finish[2]?.();
+    await Promise.all(waiting);
+    expect(calls).toEqual([[1], [2, 3, 4, 5], [6]]);
+  });
+
   it("keeps keys apart and a call under maxItems, but never splits one request", async () => {
     const { apply, calls, finish } = recordingApply();
     const submit = createCoalescer(apply, 3);

@@ -46,6 +46,17 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ RETRY_BACKOFF_MS: "5000", RETRY_BACKOFF_MAX_MS: "100" })).toThrow(
       /^RETRY_BACKOFF_MAX_MS: /,
     );
+    expect(() => loadConfig({ BATCH_MAX_RECORDS: "3000", BACKLOG_BATCH_MAX_RECORDS: "2500" })).toThrow(
+      /^BACKLOG_BATCH_MAX_RECORDS: must be at least BATCH_MAX_RECORDS/,
+    );
+  });
+
+  it("sizes transactions 2,000 records caught up and 5,000 behind unless told otherwise", () => {
+    expect(loadConfig({}).batch).toEqual({ maxRecords: 2000, backlogMaxRecords: 5000 });
+    expect(loadConfig({ BATCH_MAX_RECORDS: "500", BACKLOG_BATCH_MAX_RECORDS: "500" }).batch).toEqual({
+      maxRecords: 500,
+      backlogMaxRecords: 500,
+    });
   });
 
   it("reads secrets from <KEY>_FILE, refusing both forms at once", () => {

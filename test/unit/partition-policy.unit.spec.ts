@@ -9,6 +9,7 @@ import {
   progressSince,
   splitDue,
   subBatches,
+  transactionCap,
 } from "../../src/pipeline/partition-policy.js";
 import type { SourceRecord } from "../../src/ports.js";
 import { HEADER, type Stream, type TopicRole } from "../../src/topics.js";
@@ -27,6 +28,20 @@ const retryRecord = (offset: number, notBefore?: number, firstSeen?: number): So
 });
 
 const sizes = (bounds: { start: number; end: number }[]) => bounds.map(({ start, end }) => end - start);
+
+describe("records per transaction", () => {
+  it("takes the backlog's size once a caught-up transaction's worth of records waits past it", () => {
+    expect(transactionCap(0, 2_000, 5_000)).toBe(2_000);
+    expect(transactionCap(1_999, 2_000, 5_000)).toBe(2_000);
+    expect(transactionCap(2_000, 2_000, 5_000)).toBe(5_000);
+    expect(transactionCap(1_000_000, 2_000, 5_000)).toBe(5_000);
+  });
+
+  it("never goes under the caught-up size, so equal sizes turn the distinction off", () => {
+    expect(transactionCap(10_000, 2_000, 2_000)).toBe(2_000);
+    expect(transactionCap(10_000, 2_000, 1_000)).toBe(2_000);
+  });
+});
 
 describe("sub-batches", () => {
   it("cuts a fetched batch into as few equal sub-batches as the limit allows", () => {

@@ -10,6 +10,11 @@ export interface ConsumerOptions {
   readonly groupId: string;
   readonly partitionsConsumedConcurrently: number;
   readonly maxBatchRecords: number;
+  /**
+   * Records a transaction may take while its partition is behind by at least maxBatchRecords more
+   * (pipeline/partition-policy.ts `transactionCap`). Default maxBatchRecords: no distinction.
+   */
+  readonly backlogBatchRecords?: number;
   /** kafkajs fetch limits: how much one fetch may bring back per partition and in all. */
   readonly fetchMaxBytesPerPartition?: number;
   readonly fetchMaxBytes?: number;

@@ -8,6 +8,7 @@ import {
   onFailure,
   splitDue,
   subBatches,
+  transactionCap,
 } from "../../pipeline/partition-policy.js";
 import { type PartitionPositions, positionAfter } from "../../pipeline/partition-positions.js";
 import { oldestUnapplied } from "../../pipeline/unapplied-age.js";
@@ -89,7 +90,7 @@ export function createBatchApplier(
         serial.has(stream) ? 1 : (options.writesPerStream ?? 1),
       ),
     ]),
-  ) as Record<Stream, (topic: string, records: readonly SourceRecord[]) => Promise<void>>;
+  ) as Record<Stream, (topic: string, records: readonly SourceRecord[], maxRecords: number) => Promise<void>>;
 
   const pauseFor = (payload: EachBatchPayload, ms: number, reason: PauseReason, heldStream?: Stream) =>
     pauses.pauseUntil(payload.batch.topic, payload.batch.partition, payload.pause(), ms, reason, heldStream);
@@ -148,7 +149,16 @@ export function createBatchApplier(
   ): Promise<"resume" | "taken-over"> {
     const { batch } = payload;
     const partitionKey = `${batch.topic}/${batch.partition}`;
-    for (const { start, end } of subBatches(batch.messages.length, options.maxBatchRecords)) {
+    // How many records a transaction may take, by what waits on the partition past `lastOffset`.
+    const capPast = (lastOffset: string | undefined) =>
+      transactionCap(
+        Number(batch.highWatermark) - Number(lastOffset ?? -1) - 1,
+        options.maxBatchRecords,
+        options.backlogBatchRecords ?? options.maxBatchRecords,
+      );
+    // Split as large as the partition's backlog allows past a caught-up transaction's worth of records.
+    const splitCap = capPast(batch.messages[Math.min(options.maxBatchRecords, batch.messages.length) - 1]?.offset);
+    for (const { start, end } of subBatches(batch.messages.length, splitCap)) {
       if (!payload.isRunning() || payload.isStale() || !owns(batch.topic, batch.partition)) return "resume";
       let chunk: readonly SourceRecord[] = batch.messages
         .slice(start, end)
@@ -166,7 +176,8 @@ export function createBatchApplier(
         // and the batch is fetched and applied a second time.
         const heartbeat = setInterval(() => void payload.heartbeat().catch(() => {}), HEARTBEAT_WHILE_APPLYING_MS);
         try {
-          await applyMerged[role.stream](batch.topic, chunk);
+          // Merged with other partitions' waiting chunks up to what this chunk's partition allows.
+          await applyMerged[role.stream](batch.topic, chunk, capPast((chunk.at(-1) as SourceRecord).offset));
         } catch (error) {
           const attempt = (failures.get(partitionKey) ?? 0) + 1;
           failures.set(partitionKey, attempt);
