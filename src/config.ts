@@ -96,8 +96,10 @@ const envSchema = z.object({
   METRICS_PORT: int(9464, 0, 65535),
   METRICS_HOST: z.string().min(1).default("127.0.0.1"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
-  BATCH_MAX_RECORDS: int(2000, 1, 100_000),
-  BACKLOG_BATCH_MAX_RECORDS: int(5000, 1, 100_000),
+  // Both unset: 2,000 caught up, 5,000 behind. BATCH_MAX_RECORDS alone bounds both: an operator who
+  // set it (a transaction memory limit, a lock budget) keeps that bound on a backlog too.
+  BATCH_MAX_RECORDS: z.coerce.number().int().min(1).max(100_000).optional(),
+  BACKLOG_BATCH_MAX_RECORDS: z.coerce.number().int().min(1).max(100_000).optional(),
   PARTITIONS_CONSUMED_CONCURRENTLY: int(6, 1, 256),
   NEO4J_MAX_CONCURRENT_WRITES: int(2, 1, 256),
   FETCH_MAX_BYTES_PER_PARTITION: int(1_048_576, 1024, 1_073_741_824),
@@ -211,7 +213,10 @@ const configSchema = envSchema.transform((env) => ({
   findingsEnabled: env.FINDINGS_ENABLED,
   metrics: { port: env.METRICS_PORT, host: env.METRICS_HOST },
   logLevel: env.LOG_LEVEL,
-  batch: { maxRecords: env.BATCH_MAX_RECORDS, backlogMaxRecords: env.BACKLOG_BATCH_MAX_RECORDS },
+  batch: {
+    maxRecords: env.BATCH_MAX_RECORDS ?? 2000,
+    backlogMaxRecords: env.BACKLOG_BATCH_MAX_RECORDS ?? env.BATCH_MAX_RECORDS ?? 5000,
+  },
   limits: { maxListLength: env.MAX_LIST_LENGTH, maxIdLength: env.MAX_ID_LENGTH, maxTextLength: env.MAX_TEXT_LENGTH },
   retry: {
     maxAttempts: env.RETRY_MAX_ATTEMPTS,

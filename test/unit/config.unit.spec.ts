@@ -51,11 +51,16 @@ describe("loadConfig", () => {
     );
   });
 
-  it("sizes transactions 2,000 records caught up and 5,000 behind unless told otherwise", () => {
+  it("sizes transactions 2,000 records caught up and 5,000 behind; BATCH_MAX_RECORDS alone bounds both", () => {
     expect(loadConfig({}).batch).toEqual({ maxRecords: 2000, backlogMaxRecords: 5000 });
-    expect(loadConfig({ BATCH_MAX_RECORDS: "500", BACKLOG_BATCH_MAX_RECORDS: "500" }).batch).toEqual({
+    expect(loadConfig({ BATCH_MAX_RECORDS: "50" }).batch).toEqual({ maxRecords: 50, backlogMaxRecords: 50 });
+    expect(loadConfig({ BACKLOG_BATCH_MAX_RECORDS: "8000" }).batch).toEqual({
+      maxRecords: 2000,
+      backlogMaxRecords: 8000,
+    });
+    expect(loadConfig({ BATCH_MAX_RECORDS: "500", BACKLOG_BATCH_MAX_RECORDS: "1500" }).batch).toEqual({
       maxRecords: 500,
-      backlogMaxRecords: 500,
+      backlogMaxRecords: 1500,
     });
   });
 
