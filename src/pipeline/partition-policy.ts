@@ -56,8 +56,8 @@ export function subBatches(count: number, maxRecords: number): { start: number; 
  * with at least `maxRecords` more records waiting past it is catching up (a backlog, a replay, a
  * consumer that slipped behind a steady load), and its records go in transactions of up to
  * `backlogMaxRecords`; one that is caught up, in transactions of up to `maxRecords`. Large
- * transactions cost Neo4j less per record (full log on two cores: 2,000 → 5,000 gave 1.09-1.33× the
- * records/s) but hold their locks longer, which a caught-up consumer pays for in freshness
+ * transactions cost Neo4j less per record (full log on two cores, eight alternating turns: 2,000 →
+ * 5,000 gave 0.97-1.17× the records/s, median 1.07) but hold their locks longer, which a caught-up consumer pays for in freshness
  * (bench/README.md, "Changes and what they gained").
  */
 export function transactionCap(recordsBehind: number, maxRecords: number, backlogMaxRecords: number): number {

@@ -7,7 +7,7 @@ import neo4j from "neo4j-driver";
 export function toPlain(value: unknown): unknown {
   if (value === null || value === undefined) return null;
   // Scalars first: most of what the §3 statements return is a flag per row, and each type check
-  // below probes the value's properties (they were a third of the writer's result handling).
+  // below probes the value's properties (0.2 CPU-s of a full-log run, in a profile).
   if (typeof value !== "object") return value;
   if (neo4j.isInt(value)) return (value as neo4j.Integer).toNumber();
   if (neo4j.isDateTime(value)) return new Date((value as neo4j.DateTime).toString()).getTime();
