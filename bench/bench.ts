@@ -50,6 +50,7 @@ import {
   say,
   workloadSize,
 } from "./args.js";
+import { stopRunningChildren } from "./lib/child.js";
 import { countsByType } from "./lib/correctness.js";
 import { cpuMeter, pidListeningOn, portOf } from "./lib/cpu.js";
 import {
@@ -433,6 +434,7 @@ main().then(
   () => process.exit(0),
   async (error) => {
     say(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    await stopRunningChildren();
     for (const cleanup of atExit) await cleanup().catch(() => {});
     process.exit(1);
   },

@@ -13,6 +13,29 @@ export function rssKiBOf(pid: number | undefined): { rss: number; hwm: number } 
   }
 }
 
+const running = new Set<ChildProcess>();
+
+/**
+ * Tracks a child the bench started until it exits, so that a failed bench does not leave it writing
+ * into the graph the next run wipes (a projector left behind made the next run's wipe deadlock).
+ */
+export function tracked(child: ChildProcess): ChildProcess {
+  running.add(child);
+  child.once("exit", () => running.delete(child));
+  return child;
+}
+
+/** Stops every tracked child still running (the bench's failure path). */
+export async function stopRunningChildren(): Promise<void> {
+  await Promise.all(
+    [...running].map((child) => stopChild(child, new Promise((resolve) => child.once("exit", resolve)))),
+  );
+}
+
+process.once("exit", () => {
+  for (const child of running) child.kill("SIGKILL");
+});
+
 /** SIGTERM, then SIGKILL after 40 s if it has not exited; resolves to the exit code. */
 export async function stopChild(child: ChildProcess, exited: Promise<number | null>): Promise<number | null> {
   if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");

@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { rssKiBOf, stopChild } from "./child.js";
+import { rssKiBOf, stopChild, tracked } from "./child.js";
 import { parseMetrics, type Sample } from "./prom.js";
 
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -21,11 +21,13 @@ export interface ProjectorProcess {
 }
 
 export function startProjector(env: Record<string, string>, label: string): ProjectorProcess {
-  const child: ChildProcess = spawn(process.execPath, ["bin/agent-graph-projector.js", "run"], {
-    cwd: REPO_ROOT,
-    env: { ...process.env, ...env, METRICS_PORT: "0", METRICS_HOST: "127.0.0.1" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const child: ChildProcess = tracked(
+    spawn(process.execPath, ["bin/agent-graph-projector.js", "run"], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, ...env, METRICS_PORT: "0", METRICS_HOST: "127.0.0.1" },
+      stdio: ["ignore", "pipe", "pipe"],
+    }),
+  );
   const pid = child.pid as number;
   const errors: string[] = [];
   let onJoined: (at: number) => void = () => {};

@@ -181,9 +181,11 @@ export async function runFreshness(
       recent.push({ id, at: now });
     }
     k += due;
-    if (batch.length > 0) {
+    // In requests of at most 2,000 records, as publishEvents sends them: a tick that fell behind would
+    // otherwise put more than a partition's 1 MiB message.max.bytes in one record batch.
+    for (let start = 0; start < batch.length; start += 2000) {
       const byTopic = new Map<string, Message[]>();
-      for (const event of batch) {
+      for (const event of batch.slice(start, start + 2000)) {
         const topic = freshNames.source[streamOf(event)];
         const messages = byTopic.get(topic) ?? [];
         messages.push(await toMessage(registry, freshIds, event));
@@ -192,11 +194,9 @@ export async function runFreshness(
       const metadata = await sendBatchAtLeastOnce(producer, {
         topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
       });
-      if (measuring) {
-        published += batch.length;
-        for (const m of metadata) tracker.add(m.topicName, m.partition, Number(m.baseOffset), now);
-      }
+      if (measuring) for (const m of metadata) tracker.add(m.topicName, m.partition, Number(m.baseOffset), now);
     }
+    if (measuring) published += batch.length;
     if (Date.now() - lastReport > 15_000) {
       lastReport = Date.now();
       say(`  ${label}: ${k} published, ${tracker.unsettledCohorts()} produce request(s) not yet committed`);

@@ -14,7 +14,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { rssKiBOf, stopChild } from "../lib/child.js";
+import { rssKiBOf, stopChild, tracked } from "../lib/child.js";
 import type { PeerArtifacts } from "./build.js";
 
 const PEER_DIR = path.dirname(fileURLToPath(import.meta.url));
@@ -92,26 +92,28 @@ export function startWorker(opts: WorkerOptions): PeerWorker {
   const logFile = path.join(opts.dir, "worker.log");
   const log = fs.createWriteStream(logFile);
   const heap = opts.heap ?? "2G";
-  const child: ChildProcess = spawn(
-    opts.java,
-    [
-      opts.marker,
-      "-Xms256M",
-      `-Xmx${heap}`,
-      // kafka-run-class.sh's KAFKA_JVM_PERFORMANCE_OPTS
-      "-server",
-      "-XX:+UseG1GC",
-      "-XX:MaxGCPauseMillis=20",
-      "-XX:InitiatingHeapOccupancyPercent=35",
-      "-XX:+ExplicitGCInvokesConcurrent",
-      "-Djava.awt.headless=true",
-      `-Dlog4j2.configurationFile=${LOG4J}`,
-      "-cp",
-      `${opts.artifacts.connectLib}${path.sep}*`,
-      "org.apache.kafka.connect.cli.ConnectStandalone",
-      props,
-    ],
-    { cwd: opts.dir, stdio: ["ignore", "pipe", "pipe"] },
+  const child: ChildProcess = tracked(
+    spawn(
+      opts.java,
+      [
+        opts.marker,
+        "-Xms256M",
+        `-Xmx${heap}`,
+        // kafka-run-class.sh's KAFKA_JVM_PERFORMANCE_OPTS
+        "-server",
+        "-XX:+UseG1GC",
+        "-XX:MaxGCPauseMillis=20",
+        "-XX:InitiatingHeapOccupancyPercent=35",
+        "-XX:+ExplicitGCInvokesConcurrent",
+        "-Djava.awt.headless=true",
+        `-Dlog4j2.configurationFile=${LOG4J}`,
+        "-cp",
+        `${opts.artifacts.connectLib}${path.sep}*`,
+        "org.apache.kafka.connect.cli.ConnectStandalone",
+        props,
+      ],
+      { cwd: opts.dir, stdio: ["ignore", "pipe", "pipe"] },
+    ),
   );
   const pid = child.pid as number;
   const errors: string[] = [];

@@ -39,6 +39,13 @@ interface ScenarioOptions {
   readonly instances: number;
   readonly env?: Record<string, string>;
   readonly pace: { chunk: number; intervalMs: number };
+  /** The workload's size; hotWorkload's own by default. */
+  readonly size?: { outcomes: number; escalations: number };
+  /**
+   * The service's own transaction sizes (2,000 records caught up, 5,000 behind) instead of 50, which
+   * the other scenarios set so that a small workload makes many transactions.
+   */
+  readonly defaultBatchSizes?: boolean;
 }
 
 const summaries: string[] = [];
@@ -52,7 +59,7 @@ async function scenario(
   const started = Date.now();
   const harness = await Harness.create(`faults-${name}`, {
     TOPIC_PARTITIONS: "6",
-    BATCH_MAX_RECORDS: "50",
+    ...(options.defaultBatchSizes ? {} : { BATCH_MAX_RECORDS: "50" }),
     RETRY_BACKOFF_MS: "100",
     RETRY_BACKOFF_MAX_MS: "1000",
     RETRY_MAX_ATTEMPTS: "1000",
@@ -63,7 +70,7 @@ async function scenario(
   let watchdog: ReturnType<Fleet["watchdog"]> | undefined;
   try {
     await harness.clearGraph();
-    const workload = hotWorkload(options.seed);
+    const workload = hotWorkload(options.seed, options.size);
     await fleet.add(options.instances);
     const publisher = new Publisher(harness, workload, options.pace);
     watchdog = fleet.watchdog();
@@ -149,6 +156,45 @@ describe(`faults (scale ${SCALE})`, () => {
       },
     );
     expect(faults["SIGKILL mid-batch"] ?? 0).toBeGreaterThan(0);
+  });
+
+  it("SIGKILL in the middle of a backlog batch at the default sizes (a transaction of over 2,000 records)", async () => {
+    const kills = 2 * SCALE;
+    const faults = await scenario(
+      "sigkill-backlog",
+      {
+        seed: 607,
+        instances: 0,
+        defaultBatchSizes: true,
+        // Two partitions a topic, so that each holds a backlog several transactions deep.
+        env: { TOPIC_PARTITIONS: "2" },
+        size: { outcomes: 12_000 * SCALE, escalations: 8_000 * SCALE },
+        pace: { chunk: 100_000, intervalMs: 0 },
+      },
+      async ({ harness, fleet, publisher, faults }) => {
+        // The whole log is in the topics before anyone consumes: every partition starts behind.
+        await publisher.flush();
+        await fleet.add(2);
+        for (let n = 0; n < kills; n++) {
+          const live = fleet.live();
+          const pid = await instanceMidBatch(
+            harness,
+            live.map((instance) => instance.pid),
+            45_000,
+            2_000,
+          );
+          if (pid === undefined) {
+            faults["no backlog batch seen in flight"] = (faults["no backlog batch seen in flight"] ?? 0) + 1;
+            break;
+          }
+          await fleet.retire(live.find((instance) => instance.pid === pid) as (typeof live)[0], "kill");
+          faults["SIGKILL mid-backlog-batch"] = (faults["SIGKILL mid-backlog-batch"] ?? 0) + 1;
+          await fleet.add(1);
+        }
+      },
+    );
+    // The fault must have hit a transaction larger than the caught-up cap.
+    expect(faults["SIGKILL mid-backlog-batch"] ?? 0).toBeGreaterThan(0);
   });
 
   it("instances join and leave the group while it consumes (rebalances)", async () => {

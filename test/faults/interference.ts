@@ -6,18 +6,23 @@ import { sleep } from "./settings.js";
 /**
  * Waits until some projector has a write transaction open in Neo4j (a batch in flight) and returns
  * the pid of the process holding it, found through its client port (Linux /proc), when it is one of
- * `pids`. Undefined when no batch was seen in flight within the timeout.
+ * `pids`. With `minRows`, only a statement running on more rows than that counts (a backlog batch).
+ * Undefined when no such batch was seen in flight within the timeout.
  */
 export async function instanceMidBatch(
   harness: Harness,
   pids: readonly number[],
   timeoutMs: number,
+  minRows = 0,
 ): Promise<number | undefined> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
+    // A transaction's parameters are listed only while one of its statements runs.
     const { records } = await harness.driver.executeQuery(
-      "SHOW TRANSACTIONS YIELD currentQuery, clientAddress WHERE currentQuery CONTAINS 'UNWIND $rows' RETURN clientAddress",
-      {},
+      "SHOW TRANSACTIONS YIELD currentQuery, parameters, clientAddress " +
+        "WHERE currentQuery CONTAINS 'UNWIND $rows' AND ($minRows = 0 OR size(parameters.rows) > $minRows) " +
+        "RETURN clientAddress",
+      { minRows: neo4j.int(minRows) },
       { database: harness.config.neo4j.database },
     );
     for (const record of records) {

@@ -15,14 +15,11 @@ export interface Workload {
  * A generated log where most outcomes (and so most escalations between outcomes) belong to three hot
  * agents, so that concurrent batches MERGE the same Agent nodes and CAN_ESCALATE_TO edges.
  */
-export function hotWorkload(seed: number): Workload {
-  const log = generateEventLog(seed, {
-    ...SMALL_WORKLOAD,
-    agents: 16,
-    editsPerAgent: 2,
-    outcomes: 450 * SCALE,
-    escalations: 400 * SCALE,
-  });
+export function hotWorkload(
+  seed: number,
+  size: { outcomes: number; escalations: number } = { outcomes: 450 * SCALE, escalations: 400 * SCALE },
+): Workload {
+  const log = generateEventLog(seed, { ...SMALL_WORKLOAD, agents: 16, editsPerAgent: 2, ...size });
   const agents = [...new Set(log.registry.map((event) => event.agent_id))];
   const hotAgents = agents.slice(2, 5);
   const random = prng(seed + 1);
