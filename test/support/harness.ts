@@ -14,6 +14,7 @@ import { createGraphWriter } from "../../src/adapters/neo4j/graph-writer.js";
 import { registerFindingSchema } from "../../src/adapters/registry/findings-subject.js";
 import { registerSchemas } from "../../src/adapters/registry/schema-registry.js";
 import { type Config, loadConfig } from "../../src/config.js";
+import { errorMessage, neo4jCode } from "../../src/errors.js";
 import { createLogger } from "../../src/logger.js";
 import type { ProjectorEvent } from "../../src/model/events.js";
 import type { CanonicalGraph } from "../../src/model/graph.js";
@@ -227,11 +228,19 @@ export class Harness {
   }
 
   /**
-   * In batches, relationships first: one DETACH DELETE of a graph the bench left behind (hundreds of
-   * thousands of nodes) is more than the stack's 256 MiB of transaction memory.
+   * One DETACH DELETE (retried on transient errors, as a projector may still be writing); a graph the
+   * bench left behind (hundreds of thousands of nodes) is more than the stack's 256 MiB of transaction
+   * memory for it, and is deleted in batches, relationships first.
    */
   async clearGraph(): Promise<void> {
-    const session = this.driver.session({ database: this.config.neo4j.database });
+    const database = this.config.neo4j.database;
+    try {
+      await this.driver.executeQuery("MATCH (n) DETACH DELETE n", {}, { database });
+      return;
+    } catch (error) {
+      if (!/MemoryPoolOutOfMemory|memory\.transaction/i.test(`${neo4jCode(error)} ${errorMessage(error)}`)) throw error;
+    }
+    const session = this.driver.session({ database });
     try {
       await session.run("MATCH ()-[r]->() CALL (r) { DELETE r } IN TRANSACTIONS OF 10000 ROWS");
       await session.run("MATCH (n) CALL (n) { DELETE n } IN TRANSACTIONS OF 10000 ROWS");
