@@ -31,6 +31,9 @@ import { histogramQuantile, type Sample, total } from "../lib/prom.js";
 import type { FreshnessResult } from "../results.js";
 import { type BenchRun, loadTopics, sourceTopicEnv } from "./run.js";
 
+/** Records per produce request: publishEvents' chunk, under a partition's 1 MiB message.max.bytes. */
+const REQUEST_RECORDS = 2000;
+
 export async function runFreshness(
   run: BenchRun,
   runNo: number,
@@ -183,9 +186,9 @@ export async function runFreshness(
     k += due;
     // In requests of at most 2,000 records, as publishEvents sends them: a tick that fell behind would
     // otherwise put more than a partition's 1 MiB message.max.bytes in one record batch.
-    for (let start = 0; start < batch.length; start += 2000) {
+    for (let start = 0; start < batch.length; start += REQUEST_RECORDS) {
       const byTopic = new Map<string, Message[]>();
-      for (const event of batch.slice(start, start + 2000)) {
+      for (const event of batch.slice(start, start + REQUEST_RECORDS)) {
         const topic = freshNames.source[streamOf(event)];
         const messages = byTopic.get(topic) ?? [];
         messages.push(await toMessage(registry, freshIds, event));
