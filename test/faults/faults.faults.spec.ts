@@ -158,53 +158,47 @@ describe(`faults (scale ${SCALE})`, () => {
     expect(faults["SIGKILL mid-batch"] ?? 0).toBeGreaterThan(0);
   });
 
-  // Opt-in (FAULTS_BACKLOG=1) until it is shown reliable: run alone it passed (both kills hit a
-  // transaction of over 2,000 rows); in one full-suite run it saw no such transaction within 45 s, with
-  // 1 MiB fetches. The 4 MiB fetch below is meant to make that deterministic and is not yet proven.
-  it.runIf(process.env.FAULTS_BACKLOG === "1")(
-    "SIGKILL in the middle of a backlog batch at the default sizes (a transaction of over 2,000 records)",
-    async () => {
-      const kills = 2 * SCALE;
-      const faults = await scenario(
-        "sigkill-backlog",
-        {
-          seed: 607,
-          instances: 0,
-          defaultBatchSizes: true,
-          // Two partitions a topic, so that each holds a backlog several transactions deep. A fetch of
-          // 4 MiB brings more than 2,000 records of a partition at once, which backlog batching splits
-          // into transactions of up to 5,000: with 1 MiB (~1,800 outcomes), a transaction takes more than
-          // 2,000 only when fetches queue behind busy write slots, which a loaded machine may not do.
-          env: { TOPIC_PARTITIONS: "2", FETCH_MAX_BYTES_PER_PARTITION: String(4 * 1024 * 1024) },
-          size: { outcomes: 12_000 * SCALE, escalations: 8_000 * SCALE },
-          pace: { chunk: 100_000, intervalMs: 0 },
-        },
-        async ({ harness, fleet, publisher, faults }) => {
-          // The whole log is in the topics before anyone consumes: every partition starts behind.
-          await publisher.flush();
-          await fleet.add(2);
-          for (let n = 0; n < kills; n++) {
-            const live = fleet.live();
-            const pid = await instanceMidBatch(
-              harness,
-              live.map((instance) => instance.pid),
-              45_000,
-              2_000,
-            );
-            if (pid === undefined) {
-              faults["no backlog batch seen in flight"] = (faults["no backlog batch seen in flight"] ?? 0) + 1;
-              break;
-            }
-            await fleet.retire(live.find((instance) => instance.pid === pid) as (typeof live)[0], "kill");
-            faults["SIGKILL mid-backlog-batch"] = (faults["SIGKILL mid-backlog-batch"] ?? 0) + 1;
-            await fleet.add(1);
+  it("SIGKILL in the middle of a backlog batch at the default sizes (a transaction of over 2,000 records)", async () => {
+    const kills = 2 * SCALE;
+    const faults = await scenario(
+      "sigkill-backlog",
+      {
+        seed: 607,
+        instances: 0,
+        defaultBatchSizes: true,
+        // Two partitions a topic, so that each holds a backlog several transactions deep. A fetch of
+        // 4 MiB brings more than 2,000 records of a partition at once, which backlog batching splits
+        // into transactions of up to 5,000: with 1 MiB (~1,800 outcomes), a transaction takes more than
+        // 2,000 only when fetches queue behind busy write slots, which a loaded machine may not do.
+        env: { TOPIC_PARTITIONS: "2", FETCH_MAX_BYTES_PER_PARTITION: String(4 * 1024 * 1024) },
+        size: { outcomes: 12_000 * SCALE, escalations: 8_000 * SCALE },
+        pace: { chunk: 100_000, intervalMs: 0 },
+      },
+      async ({ harness, fleet, publisher, faults }) => {
+        // The whole log is in the topics before anyone consumes: every partition starts behind.
+        await publisher.flush();
+        await fleet.add(2);
+        for (let n = 0; n < kills; n++) {
+          const live = fleet.live();
+          const pid = await instanceMidBatch(
+            harness,
+            live.map((instance) => instance.pid),
+            45_000,
+            2_000,
+          );
+          if (pid === undefined) {
+            faults["no backlog batch seen in flight"] = (faults["no backlog batch seen in flight"] ?? 0) + 1;
+            break;
           }
-        },
-      );
-      // The fault must have hit a transaction larger than the caught-up cap.
-      expect(faults["SIGKILL mid-backlog-batch"] ?? 0).toBeGreaterThan(0);
-    },
-  );
+          await fleet.retire(live.find((instance) => instance.pid === pid) as (typeof live)[0], "kill");
+          faults["SIGKILL mid-backlog-batch"] = (faults["SIGKILL mid-backlog-batch"] ?? 0) + 1;
+          await fleet.add(1);
+        }
+      },
+    );
+    // The fault must have hit a transaction larger than the caught-up cap.
+    expect(faults["SIGKILL mid-backlog-batch"] ?? 0).toBeGreaterThan(0);
+  });
 
   it("instances join and leave the group while it consumes (rebalances)", async () => {
     await scenario(
