@@ -72,6 +72,13 @@ export async function writeReport(input: ReportInput): Promise<void> {
   const versions = await driver.executeQuery("CALL dbms.components() YIELD name, versions, edition RETURN *");
   const neo4jVersion = versions.records.map((r) => `${r.get("name")} ${r.get("versions")[0]} ${r.get("edition")}`)[0];
   const kafkaPom = fs.readFileSync(path.join(ROOT, "stack/kafka/pom.xml"), "utf8");
+  // A run is only comparable with one on the same page cache (the stack's STACK_NEO4J_PAGECACHE).
+  const pageCache = await driver.executeQuery(
+    "SHOW SETTINGS YIELD name, value WHERE name = 'server.memory.pagecache.size' RETURN value",
+    {},
+    { database: "system" },
+  );
+  const neo4jPageCache = pageCache.records[0]?.get("value") as string | undefined;
   const summary = {
     projectorRecordsPerSecond: projectorRate,
     ceilingRecordsPerSecond: ceiling ? Math.round(ceiling.recordsPerSecond) : null,
@@ -150,6 +157,7 @@ export async function writeReport(input: ReportInput): Promise<void> {
       os: `${os.type()} ${os.release()}`,
       node: process.version,
       neo4j: neo4jVersion,
+      neo4jPageCache,
       kafka:
         usedLocalStack || process.env.STACK_HOME
           ? `Apache Kafka ${/<kafka.version>(.*?)</.exec(kafkaPom)?.[1]} (KRaft, 1 node)`

@@ -43,6 +43,8 @@ const envSchema = z.object({
   STACK_KAFKA_PORT_STEP: z.coerce.number().int().min(1).max(1000).default(2),
   STACK_REGISTRY_HEAP: heap.default("512m"),
   STACK_NEO4J_HEAP: heap.default("1g"),
+  // Neo4j's page cache (its store files held in memory), beside the heap.
+  STACK_NEO4J_PAGECACHE: heap.default("384m"),
   STACK_JAVA: z.string().min(1).optional(),
   STACK_MAVEN_ARGS: z.string().optional(),
   STACK_SERVICES: z
@@ -83,6 +85,8 @@ export interface StackConfig {
   neo4jUser: "neo4j";
   neo4jPassword: string;
   heaps: { kafka: string; registry: string; neo4j: string };
+  /** Neo4j's page cache, a JVM-style size ("384m"). */
+  neo4jPagecache: string;
   java: string;
   mavenArgs: string[];
   services: ServerName[];
@@ -145,6 +149,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): StackConfig {
       registry: e.STACK_REGISTRY_HEAP,
       neo4j: e.STACK_NEO4J_HEAP,
     },
+    neo4jPagecache: e.STACK_NEO4J_PAGECACHE,
     java: e.STACK_JAVA ?? (env.JAVA_HOME ? path.join(env.JAVA_HOME, "bin", "java") : "java"),
     mavenArgs: e.STACK_MAVEN_ARGS?.split(/\s+/).filter(Boolean) ?? [],
     services: e.STACK_SERVICES,

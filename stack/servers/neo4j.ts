@@ -91,6 +91,8 @@ export const neo4j: ServerDef = {
         p.data,
         "--bolt-address",
         `${HOST}:${cfg.neo4jBoltPort}`,
+        "--pagecache",
+        cfg.neo4jPagecache,
         ...(cfg.secure ? ["--tls-dir", stackTlsPaths(cfg).dir] : []),
       ],
       // The password goes through the environment, readable only by its owner, never on the command

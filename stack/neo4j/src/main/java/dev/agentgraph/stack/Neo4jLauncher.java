@@ -29,6 +29,8 @@ import org.neo4j.io.ByteUnit;
  * {@code NEO4J_PASSWORD} (so that it does not show in the process list); {@code --password PW} also works.
  * (env fallbacks: NEO4J_HOME_DIR, NEO4J_BOLT_ADDRESS, NEO4J_PASSWORD). With {@code --tls-dir DIR}
  * (holding {@code server.key}, PKCS#8 PEM, and {@code server.crt}) Bolt also accepts TLS connections.
+ * {@code --pagecache SIZE} (env NEO4J_PAGECACHE; a number of mebibytes, or with a k/m/g suffix) sizes the
+ * page cache, 384 MiB by default.
  */
 public final class Neo4jLauncher {
   private static final String USER = "neo4j";
@@ -47,6 +49,7 @@ public final class Neo4jLauncher {
     }
     SocketAddress bolt = parseAddress(boltAddress);
     String tlsDir = option(opts, "--tls-dir", "NEO4J_TLS_DIR", null);
+    long pagecacheBytes = parseSize(option(opts, "--pagecache", "NEO4J_PAGECACHE", "384m"));
 
     DatabaseManagementServiceBuilder builder =
         new DatabaseManagementServiceBuilder(Path.of(home).toAbsolutePath());
@@ -81,8 +84,8 @@ public final class Neo4jLauncher {
             .setConfig(BoltConnectorInternalSettings.connection_shutdown_wait_time, Duration.ofSeconds(1))
             .setConfig(HttpConnector.enabled, false)
             .setConfig(HttpsConnector.enabled, false)
-            // Sized for a 1 GiB heap on a developer machine, not for production.
-            .setConfig(GraphDatabaseSettings.pagecache_memory, ByteUnit.mebiBytes(384))
+            // 384 MiB by default: sized for a 1 GiB heap on a developer machine, not for production.
+            .setConfig(GraphDatabaseSettings.pagecache_memory, pagecacheBytes)
             .setConfig(GraphDatabaseSettings.memory_transaction_global_max_size, ByteUnit.mebiBytes(256))
             .setConfig(GraphDatabaseSettings.logical_log_rotation_threshold, ByteUnit.mebiBytes(64))
             // SHOW TRANSACTIONS then reports cpuTime and idleTime: whether a long write was working,
@@ -139,6 +142,25 @@ public final class Neo4jLauncher {
       fail("bad --bolt-address '" + hostPort + "', expected HOST:PORT");
       return null;
     }
+  }
+
+  /** "512m", "2g", "65536k" or a bare number of mebibytes, as bytes. */
+  private static long parseSize(String size) {
+    String s = size.trim().toLowerCase();
+    long unit = ByteUnit.mebiBytes(1);
+    char last = s.isEmpty() ? ' ' : s.charAt(s.length() - 1);
+    if (last == 'k' || last == 'm' || last == 'g') {
+      unit = last == 'k' ? ByteUnit.kibiBytes(1) : last == 'm' ? ByteUnit.mebiBytes(1) : ByteUnit.gibiBytes(1);
+      s = s.substring(0, s.length() - 1);
+    }
+    try {
+      long n = Long.parseLong(s);
+      if (n > 0) return n * unit;
+    } catch (NumberFormatException e) {
+      // reported below
+    }
+    fail("bad --pagecache '" + size + "', expected a size such as 384m or 2g");
+    return 0;
   }
 
   private static Map<String, String> parseArgs(String[] args) {
