@@ -7,6 +7,7 @@ import neo4j, {
 } from "neo4j-driver";
 import pLimit from "p-limit";
 import type { Config } from "../../config.js";
+import { rowsAsColumns } from "../../cypher/columns.js";
 import type { Statement, StatementResult } from "../../cypher/statement.js";
 import { classify, isPasswordRefusal, TransientError } from "../../errors.js";
 import { backoffMs } from "../../pipeline/retry.js";
@@ -201,7 +202,8 @@ export function createGraphWriter(
       try {
         const results: StatementResult[] = [];
         const run = async (statement: Statement): Promise<void> => {
-          const result = await tx.run(statement.cypher, statement.params);
+          const sent = rowsAsColumns(statement.cypher, statement.params);
+          const result = await tx.run(sent.cypher, sent.params);
           const counters = result.summary.counters.updates();
           const done: StatementResult = {
             name: statement.name,
