@@ -17,10 +17,12 @@ export async function instanceMidBatch(
 ): Promise<number | undefined> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    // A transaction's parameters are listed only while one of its statements runs.
+    // A transaction's parameters are listed only while one of its statements runs. A batch of several
+    // rows travels as columns (src/cypher/columns.ts), a single row as `$rows`.
     const { records } = await harness.driver.executeQuery(
       "SHOW TRANSACTIONS YIELD currentQuery, parameters, clientAddress " +
-        "WHERE currentQuery CONTAINS 'UNWIND $rows' AND ($minRows = 0 OR size(parameters.rows) > $minRows) " +
+        "WHERE (currentQuery CONTAINS '$row_columns' OR currentQuery CONTAINS 'UNWIND $rows') " +
+        "AND ($minRows = 0 OR coalesce(parameters.row_count, size(parameters.rows)) > $minRows) " +
         "RETURN clientAddress",
       { minRows: neo4j.int(minRows) },
       { database: harness.config.neo4j.database },
