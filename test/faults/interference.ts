@@ -88,3 +88,38 @@ export async function holdAgentLock(harness: Harness, agentId: string, holdMs: n
     await session.close();
   }
 }
+
+/**
+ * Creates the Outcome nodes of `outcomeIds` in an open write transaction and keeps it open until the
+ * returned function rolls it back, leaving the graph as it was. Meanwhile a projector transaction that
+ * MERGEs one of these outcomes waits on the uniqueness constraint's lock for that id, in flight and
+ * listed by SHOW TRANSACTIONS with its parameters, until the release (or its transaction timeout, after
+ * which it is retried and waits again). The §6 constraints must exist before, or the MERGE would not wait.
+ */
+export async function holdOutcomes(harness: Harness, outcomeIds: readonly string[]): Promise<() => Promise<void>> {
+  const session = harness.driver.session({
+    database: harness.config.neo4j.database,
+    defaultAccessMode: neo4j.session.WRITE,
+  });
+  const tx = session.beginTransaction();
+  try {
+    const result = await tx.run("UNWIND $ids AS id MERGE (o:Outcome {outcome_id: id}) RETURN count(o) AS n", {
+      ids: outcomeIds,
+    });
+    if (Number(result.records[0]?.get("n")) !== outcomeIds.length) throw new Error("outcomes not held");
+  } catch (error) {
+    await tx.rollback().catch(() => {});
+    await session.close();
+    throw error;
+  }
+  let released = false;
+  return async () => {
+    if (released) return;
+    released = true;
+    try {
+      await tx.rollback();
+    } finally {
+      await session.close();
+    }
+  };
+}
