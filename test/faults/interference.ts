@@ -66,26 +66,17 @@ function pidOfLocalPort(port: number, pids: readonly number[]): number | undefin
  * `holdMs`, then rolls it back so the graph is left as it was.
  */
 export async function holdAgentLock(harness: Harness, agentId: string, holdMs: number): Promise<void> {
-  const session = harness.driver.session({
-    database: harness.config.neo4j.database,
-    defaultAccessMode: neo4j.session.WRITE,
-  });
+  const release = await holdWrite(
+    harness,
+    "MATCH (a:Agent {agent_id: $id}) SET a.fault_lock = timestamp() RETURN count(a) AS n",
+    { id: agentId },
+    1,
+    `agent ${agentId} is not in the graph to lock`,
+  );
   try {
-    const tx = await session.beginTransaction();
-    try {
-      const result = await tx.run(
-        "MATCH (a:Agent {agent_id: $id}) SET a.fault_lock = timestamp() RETURN count(a) AS n",
-        {
-          id: agentId,
-        },
-      );
-      if (Number(result.records[0]?.get("n")) !== 1) throw new Error(`agent ${agentId} is not in the graph to lock`);
-      await sleep(holdMs);
-    } finally {
-      await tx.rollback();
-    }
+    await sleep(holdMs);
   } finally {
-    await session.close();
+    await release();
   }
 }
 
@@ -96,30 +87,45 @@ export async function holdAgentLock(harness: Harness, agentId: string, holdMs: n
  * listed by SHOW TRANSACTIONS with its parameters, until the release (or its transaction timeout, after
  * which it is retried and waits again). The §6 constraints must exist before, or the MERGE would not wait.
  */
-export async function holdOutcomes(harness: Harness, outcomeIds: readonly string[]): Promise<() => Promise<void>> {
+export function holdOutcomes(harness: Harness, outcomeIds: readonly string[]): Promise<() => Promise<void>> {
+  return holdWrite(
+    harness,
+    "UNWIND $ids AS id MERGE (o:Outcome {outcome_id: id}) RETURN count(o) AS n",
+    { ids: outcomeIds },
+    outcomeIds.length,
+    "the outcomes to hold were not all created",
+  );
+}
+
+/**
+ * Runs `cypher` (which returns its count as `n`, expected to be `expected`) in a write transaction left
+ * open, and returns the function that rolls it back: its locks are held until then.
+ */
+async function holdWrite(
+  harness: Harness,
+  cypher: string,
+  params: Record<string, unknown>,
+  expected: number,
+  shortfall: string,
+): Promise<() => Promise<void>> {
   const session = harness.driver.session({
     database: harness.config.neo4j.database,
     defaultAccessMode: neo4j.session.WRITE,
   });
   const tx = session.beginTransaction();
-  try {
-    const result = await tx.run("UNWIND $ids AS id MERGE (o:Outcome {outcome_id: id}) RETURN count(o) AS n", {
-      ids: outcomeIds,
-    });
-    if (Number(result.records[0]?.get("n")) !== outcomeIds.length) throw new Error("outcomes not held");
-  } catch (error) {
-    await tx.rollback().catch(() => {});
-    await session.close();
-    throw error;
-  }
-  let released = false;
-  return async () => {
-    if (released) return;
-    released = true;
+  const release = async () => {
     try {
       await tx.rollback();
     } finally {
       await session.close();
     }
   };
+  try {
+    const result = await tx.run(cypher, params);
+    if (Number(result.records[0]?.get("n")) !== expected) throw new Error(shortfall);
+  } catch (error) {
+    await release().catch(() => {});
+    throw error;
+  }
+  return release;
 }
