@@ -17,7 +17,7 @@
  */
 import { REGISTRY_PROJECTION } from "../../src/cypher/s3_1-registry-projection.js";
 import { ESCALATION_DECLARED } from "../../src/cypher/s3_2-escalation-declared.js";
-import { OUTCOME_PROJECTION, PRODUCED } from "../../src/cypher/s3_3-produced.js";
+import { OUTCOME_WITH_PRODUCED } from "../../src/cypher/s3_3-produced.js";
 import { ESCALATED_TO, ESCALATION_OBSERVED } from "../../src/cypher/s3_4-escalation-observed.js";
 import { readerSchema } from "../../src/model/schemas.js";
 import type { Stream } from "../../src/topics.js";
@@ -69,8 +69,8 @@ export const PEER_STATEMENTS: Record<Stream, string> = {
     "WITH row",
     body(ESCALATION_DECLARED),
   ].join("\n"),
-  // The Outcome node, then §3.3 PRODUCED.
-  "outcome-created": [asRow("outcome-created"), body(OUTCOME_PROJECTION), "WITH row", body(PRODUCED)].join("\n"),
+  // The Outcome node and §3.3 PRODUCED: the one statement the projector runs for a record read in order.
+  "outcome-created": [asRow("outcome-created"), body(OUTCOME_WITH_PRODUCED)].join("\n"),
   // ESCALATED_TO, then §3.4 (whose own MATCH keeps only outcomes produced by two different agents).
   "escalation-edge": [
     // An escalation's first and last observation are the record's own (the projector's come from its batch).

@@ -44,14 +44,33 @@ RETURN row.i AS i, o.agent_id = row.agent_id AS current
 `;
 
 /**
- * §3.3 PRODUCED, batched. A row whose agent has no node yet returns nothing: its precondition did not
- * hold and the caller defers the record. `existed` tells a redelivery from a first application.
- *
- * Two changes to the spec's statement, both so that an outcome's producer is the agent its newest
- * record names and no other: the agent is the one the Outcome node names (`o.agent_id`, which equals
- * `$agent_id` unless a newer record of the outcome was applied since — then this late record must not
- * link its older agent), and a PRODUCED from any other agent is deleted first (the reconciliation
- * §3.1 does for a removed tool, applied to an outcome re-emitted with another agent).
+ * §3.3 PRODUCED, batched, for outcomes the statement before it wrote (the late path). A row whose
+ * agent has no node yet returns nothing: its precondition did not hold and the caller defers the
+ * record. `existed` tells a redelivery from a first application.
+ */
+export const produced = (scoped: boolean): string => `
+UNWIND $rows AS row
+MATCH (o:Outcome {${scopedKey(scoped, "row.tenant_id")}outcome_id: row.outcome_id})
+${keyIndex(scoped, "o", "Outcome", "outcome_id")}
+${producedFromOutcome(scoped)}`;
+
+/**
+ * The Outcome node and §3.3 PRODUCED as one statement, for the records read in order: "one more MERGE
+ * in the same projection step", as the spec has it. The node is written exactly as `outcomeProjection`
+ * writes it, then linked exactly as `produced` links it, on the node the MERGE bound: as two statements
+ * each row was unwound twice and its outcome looked up in the index twice, with a second parameter
+ * list sent for it.
+ */
+export const outcomeWithProduced = (scoped: boolean): string => `${outcomeProjection(scoped)}WITH row, o
+${producedFromOutcome(scoped)}`;
+
+/**
+ * §3.3 from a bound outcome `o`. Two changes to the spec's statement, both so that an outcome's
+ * producer is the agent its newest record names and no other: the agent is the one the Outcome node
+ * names (`o.agent_id`, which equals `$agent_id` unless a newer record of the outcome was applied
+ * since — then a late record must not link its older agent), and a PRODUCED from any other agent is
+ * deleted first (the reconciliation §3.1 does for a removed tool, applied to an outcome re-emitted
+ * with another agent).
  *
  * `existed` is read from the outcome's side on purpose. An agent gains a PRODUCED relationship per
  * outcome and turns into a dense node partway through a backlog; a transaction that had read its
@@ -64,11 +83,7 @@ RETURN row.i AS i, o.agent_id = row.agent_id AS current
  * ~25 million db hits per 1,000 outcomes, 4 s instead of 50 ms — until Neo4j replanned it
  * (test/int/query-plans.int.spec.ts).
  */
-export const produced = (scoped: boolean): string => `
-UNWIND $rows AS row
-MATCH (o:Outcome {${scopedKey(scoped, "row.tenant_id")}outcome_id: row.outcome_id})
-${keyIndex(scoped, "o", "Outcome", "outcome_id")}
-CALL (o) {
+const producedFromOutcome = (scoped: boolean): string => `CALL (o) {
   MATCH (o)<-[previous:PRODUCED]-(other)
   WHERE other.agent_id <> o.agent_id
   DELETE previous
@@ -84,3 +99,4 @@ RETURN row.i AS i, existed
 export const OUTCOME_PROJECTION = outcomeProjection(false);
 export const OUTCOME_PROJECTION_LATE = outcomeProjectionLate(false);
 export const PRODUCED = produced(false);
+export const OUTCOME_WITH_PRODUCED = outcomeWithProduced(false);

@@ -1,12 +1,12 @@
-import { outcomeProjection, outcomeProjectionLate, produced } from "../cypher/s3_3-produced.js";
+import { outcomeProjectionLate, outcomeWithProduced, produced } from "../cypher/s3_3-produced.js";
 import type { Statement, StatementResult } from "../cypher/statement.js";
 import type { OutcomeCreated } from "../model/events.js";
 import { applied, deferred, type Fate, stale, unchanged } from "../model/fate.js";
 import { copyFateToDuplicates, type Indexed, type Plan } from "./plan.js";
 
 /**
- * `outcome-created` → the Outcome node, then §3.3 PRODUCED, in one transaction. An outcome whose agent
- * has no node yet is deferred (its Outcome node is written already; the retry adds PRODUCED). A
+ * `outcome-created` → the Outcome node, then §3.3 PRODUCED, in one transaction (one statement for the
+ * records read in order, two for late ones). An outcome whose agent has no node yet is deferred (its Outcome node is written already; the retry adds PRODUCED). A
  * redelivered event in the same batch is applied once; two different events for one outcome_id go to
  * successive rounds, so no key repeats inside an UNWIND and the later event's values win, as in order.
  * A late event (from a retry topic or re-driven) never overwrites the outcome; one whose agent the
@@ -40,19 +40,19 @@ export function projectOutcomes(events: readonly Indexed<OutcomeCreated>[], scop
     const sorted = [...round].sort(byAgent);
     const fresh = sorted.filter((item) => item.late !== true);
     const late = sorted.filter((item) => item.late === true);
-    const producedRows = sorted.map(({ i, event }) => ({ i, ...tenant(event), outcome_id: event.outcome_id }));
     const out: Statement[] = [];
     if (fresh.length > 0)
       out.push({
-        name: "outcome",
-        cypher: outcomeProjection(scoped),
-        params: { rows: fresh.map((item) => ({ ...tenant(item.event), ...outcomeRow(item) })) },
+        name: "3.3",
+        cypher: outcomeWithProduced(scoped),
+        params: { rows: fresh.map((item) => ({ i: item.i, ...tenant(item.event), ...outcomeRow(item) })) },
       });
     if (late.length > 0) {
       const rows = late.map((item) => ({ i: item.i, ...tenant(item.event), ...outcomeRow(item) }));
       out.push({ name: "outcome", cypher: lateCypher, params: { rows } });
+      const producedRows = late.map(({ i, event }) => ({ i, ...tenant(event), outcome_id: event.outcome_id }));
+      out.push({ name: "3.3", cypher: produced(scoped), params: { rows: producedRows } });
     }
-    out.push({ name: "3.3", cypher: produced(scoped), params: { rows: producedRows } });
     return out;
   });
   return {

@@ -92,9 +92,14 @@ describe("projectOutcomes", () => {
     const first = outcome("o-1", "fin-agt-001");
     const events = [first, outcome("o-2", "fin-agt-009"), { ...first }];
     const plan = projectOutcomes(events.map((event, i) => ({ i, event })));
-    expect(plan.statements.map((s) => s.name)).toEqual(["outcome", "3.3"]);
-    expect(plan.statements[0]?.params.rows.map((row) => row.outcome_id)).toEqual(["o-1", "o-2"]);
-    const fates = plan.fates([result("outcome", []), result("3.3", [{ i: 0, existed: false }])]);
+    // Read in order, the Outcome node and §3.3 are one statement: each row unwound and looked up once.
+    expect(plan.statements.map((s) => s.name)).toEqual(["3.3"]);
+    expect(plan.statements[0]?.cypher).toMatch(/^\s*UNWIND \$rows AS row\nMERGE \(o:Outcome [^]*\nMERGE \(a\)-\[:PRODUCED\]->\(o\)\n/);
+    expect(plan.statements[0]?.params.rows.map((row) => [row.i, row.outcome_id])).toEqual([
+      [0, "o-1"],
+      [1, "o-2"],
+    ]);
+    const fates = plan.fates([result("3.3", [{ i: 0, existed: false }])]);
     expect(Object.fromEntries(fates)).toEqual({
       0: { kind: "applied" },
       1: { kind: "deferred", reason: "agent-missing" },
@@ -109,16 +114,20 @@ describe("projectOutcomes", () => {
     ];
     const plan = projectOutcomes(events.map((event, i) => ({ i, event })));
     expect(
-      plan.statements.map((s) => [s.name, s.params.rows.map((row) => (s.name === "3.3" ? row.i : row.status))]),
+      plan.statements.map((s) => [s.name, s.params.rows.map((row) => [row.i, row.status])]),
     ).toEqual([
-      ["outcome", ["pending"]],
-      ["3.3", [0]],
-      ["outcome", ["succeeded"]],
-      ["3.3", [1]],
+      ["3.3", [[0, "pending"]]],
+      ["3.3", [[1, "succeeded"]]],
     ]);
-    // §3.3 reads only the outcome id (its agent is the one the Outcome node names); the record index
-    // maps its result back to a fate.
-    expect(Object.keys(plan.statements[1]?.params.rows[0] ?? {}).sort()).toEqual(["i", "outcome_id"]);
+    // The node's fields, and the record index that maps the statement's result back to a fate.
+    expect(Object.keys(plan.statements[0]?.params.rows[0] ?? {}).sort()).toEqual([
+      "agent_id",
+      "correlation_id",
+      "created_at",
+      "i",
+      "outcome_id",
+      "status",
+    ]);
   });
 
   it("never overwrites an outcome from a late record, and calls one the outcome moved past stale", () => {
@@ -128,6 +137,8 @@ describe("projectOutcomes", () => {
     ];
     const plan = projectOutcomes(events.map((event, i) => ({ i, event, late: true })));
     expect(plan.statements.map((s) => s.name)).toEqual(["outcome", "3.3"]);
+    // §3.3 reads only the outcome id (its agent is the one the Outcome node names).
+    expect(Object.keys(plan.statements[1]?.params.rows[0] ?? {}).sort()).toEqual(["i", "outcome_id"]);
     expect(plan.statements[0]?.cypher).toMatch(/ON CREATE SET/);
     // Only the lock property is set (and removed at once): none of the outcome's values.
     expect(plan.statements[0]?.cypher).not.toMatch(/\n\s*SET o\.(?!_LOCK_ = true\nREMOVE o\._LOCK_\n)/);
