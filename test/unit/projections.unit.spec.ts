@@ -94,7 +94,9 @@ describe("projectOutcomes", () => {
     const plan = projectOutcomes(events.map((event, i) => ({ i, event })));
     // Read in order, the Outcome node and §3.3 are one statement: each row unwound and looked up once.
     expect(plan.statements.map((s) => s.name)).toEqual(["3.3"]);
-    expect(plan.statements[0]?.cypher).toMatch(/^\s*UNWIND \$rows AS row\nMERGE \(o:Outcome [^]*\nMERGE \(a\)-\[:PRODUCED\]->\(o\)\n/);
+    expect(plan.statements[0]?.cypher).toMatch(
+      /^\s*UNWIND \$rows AS row\nMERGE \(o:Outcome [\s\S]*\nMERGE \(a\)-\[:PRODUCED\]->\(o\)\n/,
+    );
     expect(plan.statements[0]?.params.rows.map((row) => [row.i, row.outcome_id])).toEqual([
       [0, "o-1"],
       [1, "o-2"],
@@ -113,9 +115,7 @@ describe("projectOutcomes", () => {
       outcome("o-1", "fin-agt-001", { status: "succeeded" }),
     ];
     const plan = projectOutcomes(events.map((event, i) => ({ i, event })));
-    expect(
-      plan.statements.map((s) => [s.name, s.params.rows.map((row) => [row.i, row.status])]),
-    ).toEqual([
+    expect(plan.statements.map((s) => [s.name, s.params.rows.map((row) => [row.i, row.status])])).toEqual([
       ["3.3", [[0, "pending"]]],
       ["3.3", [[1, "succeeded"]]],
     ]);
