@@ -1,19 +1,21 @@
 /**
- * Prints, turn by turn, what results files measured: the projector's records/s and CPU, and the
- * ceiling's records/s and stage times. For comparing two builds run in alternating turns (each with
- * its own `--label`), whose files a reader would otherwise open one by one.
+ * Prints, turn by turn, what results files measured: the projector's records/s and CPU, the
+ * ceiling's records/s and stage times, and each steady load's freshness per stream. For comparing two
+ * builds run in alternating turns (each with its own `--label`), whose files a reader would otherwise
+ * open one by one.
  *
  *   npx tsx bench/turns.ts <results.json | directory> ...
  */
 import fs from "node:fs";
 import path from "node:path";
-import type { RunResult } from "./results.js";
+import type { FreshnessResult, RunResult } from "./results.js";
 
 /** The parts of a results file (bench/report.ts) read here. */
 interface ResultsFile {
   readonly startedAt: string;
   readonly label?: string;
   readonly runs: readonly RunResult[];
+  readonly freshness?: readonly FreshnessResult[];
   readonly ceiling?: {
     readonly best: readonly {
       readonly recordsPerSecond: number;
@@ -40,18 +42,20 @@ if (args.length === 0) {
   process.exit(2);
 }
 
-const rows: string[][] = [];
+const turns: string[][] = [];
+const loads: string[][] = [];
 for (const file of files(args)) {
   const results = JSON.parse(fs.readFileSync(file, "utf8")) as ResultsFile;
+  const label = results.label ?? "";
   const ceilings = results.ceiling?.best ?? [];
   const projectors = results.runs.filter((run) => run.instances === 1);
   for (let turn = 0; turn < Math.max(ceilings.length, projectors.length); turn++) {
     const ceiling = ceilings[turn];
     const run = projectors[turn];
     const stages = ceiling?.stageSeconds ?? {};
-    rows.push([
+    turns.push([
       results.startedAt,
-      results.label ?? "",
+      label,
       String(turn + 1),
       run ? String(run.recordsPerSecond) : "",
       run ? String(run.cpuSeconds.projector ?? "") : "",
@@ -61,18 +65,56 @@ for (const file of files(args)) {
       ["registry", "outcomes", "escalations"].map((stage) => stages[stage] ?? "-").join(" / "),
     ]);
   }
+  for (const load of results.freshness ?? []) {
+    const stream = (name: "outcome-created" | "escalation-edge") => {
+      const q = load.records[name];
+      return `${q.p50} / ${q.p99} / ${q.max}`;
+    };
+    loads.push([
+      results.startedAt,
+      label,
+      `${load.achievedRate} (${load.fractionOfCapacity ?? "-"}×)`,
+      stream("outcome-created"),
+      stream("escalation-edge"),
+      `${load.batchP50Ms} / ${load.batchP99Ms}`,
+      String(load.cpuSeconds.neo4j ?? ""),
+      String(load.cpuSeconds.projector ?? ""),
+    ]);
+  }
 }
-rows.sort((a, b) => (a[0] as string).localeCompare(b[0] as string));
-const header = [
-  "started",
-  "label",
-  "turn",
-  "projector rec/s",
-  "projector CPU s",
-  "Neo4j CPU s",
-  "ceiling rec/s",
-  "ceiling Neo4j CPU s",
-  "ceiling stages s (registry / outcomes / escalations)",
-];
-process.stdout.write(`| ${header.join(" | ")} |\n| ${header.map(() => "---").join(" | ")} |\n`);
-for (const row of rows) process.stdout.write(`| ${row.join(" | ")} |\n`);
+
+function table(header: readonly string[], rows: string[][]): void {
+  if (rows.length === 0) return;
+  rows.sort((a, b) => (a[0] as string).localeCompare(b[0] as string));
+  process.stdout.write(`| ${header.join(" | ")} |\n| ${header.map(() => "---").join(" | ")} |\n`);
+  for (const row of rows) process.stdout.write(`| ${row.join(" | ")} |\n`);
+  process.stdout.write("\n");
+}
+
+table(
+  [
+    "started",
+    "label",
+    "turn",
+    "projector rec/s",
+    "projector CPU s",
+    "Neo4j CPU s",
+    "ceiling rec/s",
+    "ceiling Neo4j CPU s",
+    "ceiling stages s (registry / outcomes / escalations)",
+  ],
+  turns,
+);
+table(
+  [
+    "started",
+    "label",
+    "rate/s",
+    "outcomes p50 / p99 / max s",
+    "escalations p50 / p99 / max s",
+    "batch p50 / p99 ms",
+    "Neo4j CPU s",
+    "projector CPU s",
+  ],
+  loads,
+);
