@@ -113,6 +113,19 @@ const NEO4J_CONNECT_FAILURE =
 /** Neo4j reports an index key over its size limit as a database error; the value is to blame. */
 const INDEX_KEY_TOO_LARGE = /too large to index/i;
 
+/**
+ * A transient failure as a metric label: the last part of a Neo4j status code (`DeadlockDetected`,
+ * `LockClientStopped`), else the driver's or the socket's code (`ServiceUnavailable`, `ECONNRESET`),
+ * else the error's name. Each is one of a fixed set Neo4j, the driver and Node define, so the label
+ * stays bounded; the message, which names locks and transactions, never goes in.
+ */
+export function retryReason(error: unknown): string {
+  const { code, name } = (error ?? {}) as { code?: unknown; name?: unknown };
+  if (typeof code === "string" && code !== "")
+    return code.startsWith("Neo.") ? code.slice(code.lastIndexOf(".") + 1) : code;
+  return typeof name === "string" && name !== "" ? name : "unknown";
+}
+
 export function classify(error: unknown): RetryClass {
   if (error instanceof TransientError) return "transient";
   if (error instanceof FatalError) return "fatal";

@@ -161,7 +161,11 @@ export interface Metrics {
   recordFate(stream: Stream, patterns: readonly string[], fate: Fate, count?: number): void;
   recordStatement(result: StatementResult): void;
   recordBatch(stream: Stream, size: number, seconds: number): void;
-  recordTransactionRetry(): void;
+  /**
+   * A write transaction failed transiently and is tried again: `pattern` names its first statement (the
+   * kind of write), `reason` what failed (errors.ts `retryReason`: `DeadlockDetected`, `ServiceUnavailable`, …).
+   */
+  recordTransactionRetry(pattern: string, reason: string): void;
   recordApplied(topic: string, timestampMs: number): void;
   /** Freshness of applied records: the graph's commit time minus each event's own time, in seconds. */
   recordFreshness(stream: Stream, seconds: readonly number[]): void;

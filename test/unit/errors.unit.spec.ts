@@ -1,6 +1,6 @@
 import { KafkaJSConnectionError, KafkaJSNonRetriableError, KafkaJSNumberOfRetriesExceeded } from "kafkajs";
 import { describe, expect, it } from "vitest";
-import { blame, classify, FatalError, TransientError } from "../../src/errors.js";
+import { blame, classify, FatalError, retryReason, TransientError } from "../../src/errors.js";
 
 describe("classify", () => {
   it.each([
@@ -144,5 +144,17 @@ describe("blame", () => {
     [new FatalError("bad configuration"), "service"],
   ])("%o → %s", (error, expected) => {
     expect(blame(error)).toBe(expected);
+  });
+});
+
+describe("retryReason", () => {
+  const coded = (code: string) => Object.assign(new Error("lock 42 held by transaction 7"), { code });
+  it("names a Neo4j status by its last part, a driver's or socket's code as it is, else the error's name", () => {
+    expect(retryReason(coded("Neo.TransientError.Transaction.DeadlockDetected"))).toBe("DeadlockDetected");
+    expect(retryReason(coded("Neo.ClientError.Cluster.NotALeader"))).toBe("NotALeader");
+    expect(retryReason(coded("ServiceUnavailable"))).toBe("ServiceUnavailable");
+    expect(retryReason(coded("ECONNRESET"))).toBe("ECONNRESET");
+    expect(retryReason(new TransientError("Neo4j did not answer within 60 s"))).toBe("TransientError");
+    expect(retryReason(undefined)).toBe("unknown");
   });
 });

@@ -84,14 +84,17 @@ describe("the graph writer's retries", () => {
       time.advance(300);
       if (n < 3) throw coded("Neo.TransientError.Transaction.DeadlockDetected");
     });
-    let retries = 0;
-    const metrics = { ...noopMetrics, recordTransactionRetry: () => void retries++ };
+    const retries: string[] = [];
+    const metrics = {
+      ...noopMetrics,
+      recordTransactionRetry: (pattern: string, reason: string) => void retries.push(`${pattern} ${reason}`),
+    };
     const graph = createGraphWriter(driver, metrics, 60_000, Number.POSITIVE_INFINITY, time);
     const results = await graph.apply("neo4j", statements);
     expect(results).toEqual([{ name: "outcome", records: [], counters }]);
     expect(transactions()).toBe(3);
     expect(time.waits).toEqual([300, 600]);
-    expect(retries).toBe(2);
+    expect(retries).toEqual(["outcome DeadlockDetected", "outcome DeadlockDetected"]);
   });
 
   it("retries what the service classifies as transient, not only what the driver would", async () => {

@@ -82,7 +82,18 @@ describe("Prometheus metrics", () => {
       await sample(text, 'agp_records_total{stream="outcome-created",result="deferred",reason="agent-missing"}'),
     ).toBe(0);
     expect(await sample(text, 'agp_records_total{stream="registry-mutation",result="applied",reason=""}')).toBe(0);
-    expect(await sample(text, "agp_transaction_retries_total")).toBe(0);
+  });
+
+  it("counts transaction retries by the transaction's first statement and the error", async () => {
+    const metrics = createPrometheusMetrics();
+    // A retry series appears with its first retry: which statement and error is not known before.
+    expect(await sample(metrics.registry.metrics(), "agp_transaction_retries_total")).toBeUndefined();
+    metrics.recordTransactionRetry("3.3", "DeadlockDetected");
+    metrics.recordTransactionRetry("3.3", "DeadlockDetected");
+    metrics.recordTransactionRetry("3.4", "ServiceUnavailable");
+    const text = metrics.registry.metrics();
+    expect(await sample(text, 'agp_transaction_retries_total{pattern="3.3",reason="DeadlockDetected"}')).toBe(2);
+    expect(await sample(text, 'agp_transaction_retries_total{pattern="3.4",reason="ServiceUnavailable"}')).toBe(1);
   });
 
   it("keeps the wall-clock time of each owned partition's last commit, and forgets a revoked partition", async () => {

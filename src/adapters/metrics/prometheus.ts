@@ -100,7 +100,8 @@ export function createPrometheusMetrics(
   });
   const txRetries = new Counter({
     name: p("transaction_retries_total"),
-    help: "Neo4j write transactions retried after a transient error.",
+    help: "Neo4j write transactions retried after a transient error, by the transaction's first statement and the error (DeadlockDetected, ServiceUnavailable, ...).",
+    labelNames: ["pattern", "reason"],
     registers: [registry],
   });
   const rebalances = new Counter({
@@ -254,7 +255,7 @@ export function createPrometheusMetrics(
       batchSize.observe({ stream }, size);
       batchDuration.observe({ stream }, seconds);
     },
-    recordTransactionRetry: () => txRetries.inc(),
+    recordTransactionRetry: (pattern, reason) => txRetries.inc({ pattern, reason }),
     recordApplied(topic, timestampMs) {
       if (Number.isFinite(timestampMs)) lastApplied.set({ topic }, timestampMs / 1000);
     },

@@ -9,7 +9,7 @@ import pLimit from "p-limit";
 import type { Config } from "../../config.js";
 import { rowsAsColumns } from "../../cypher/columns.js";
 import type { Statement, StatementResult } from "../../cypher/statement.js";
-import { classify, isPasswordRefusal, TransientError } from "../../errors.js";
+import { classify, isPasswordRefusal, retryReason, TransientError } from "../../errors.js";
 import { backoffMs } from "../../pipeline/retry.js";
 import {
   type Clock,
@@ -234,12 +234,12 @@ export function createGraphWriter(
 
   /**
    * Runs `once` until it succeeds, a failure is not transient (errors.ts), or the next wait would
-   * pass the retry budget; `onRetry` is told of each extra attempt. `once` wraps in `timed` the part
+   * pass the retry budget; `onRetry` is told of each extra attempt and the error that caused it. `once` wraps in `timed` the part
    * of an attempt that talks to Neo4j, whose duration the backoff starts from.
    */
   async function retrying<T>(
     once: (timed: (run: () => Promise<T>) => Promise<T>) => Promise<T>,
-    onRetry: () => void,
+    onRetry: (error: unknown) => void,
   ): Promise<T> {
     const started = clock.now();
     for (let attempt = 1; ; attempt++) {
@@ -257,7 +257,7 @@ export function createGraphWriter(
       } catch (error) {
         const delay = retryDelayMs(attempt, attemptMs, random);
         if (classify(error) !== "transient" || clock.now() - started + delay > RETRY_BUDGET_MS) throw error;
-        onRetry();
+        onRetry(error);
         await sleep(delay);
       }
     }
@@ -284,7 +284,7 @@ export function createGraphWriter(
         // Each attempt takes a write slot of its own (one waiting out its backoff holds none); the
         // wait for a slot is not part of the attempt's duration.
         (timed) => writeSlot(() => timed(() => applyOnce(database, statements, true, followUp))),
-        () => metrics.recordTransactionRetry(),
+        (error) => metrics.recordTransactionRetry(statements[0]?.name ?? "", retryReason(error)),
       ),
 
     read: (database: string, cypher: string, params: Record<string, unknown> = {}) =>
@@ -296,7 +296,7 @@ export function createGraphWriter(
     async trial(database: string, statements: readonly Statement[]) {
       await retrying(
         (timed) => writeSlot(() => timed(() => applyOnce(database, statements, false))),
-        () => metrics.recordTransactionRetry(),
+        (error) => metrics.recordTransactionRetry(statements[0]?.name ?? "", retryReason(error)),
       );
     },
 
