@@ -14,6 +14,8 @@ export interface RunResult {
   readonly batchP99MsByStream: Record<string, number | null>;
   readonly transactions: number;
   readonly transactionRetries: number;
+  /** The retries by the transaction's first statement and the error, "3.3 DeadlockDetected" (not in results before it existed). */
+  readonly transactionRetriesBy?: Record<string, number>;
   readonly deferred: number;
   readonly deadLettered: number;
   readonly rebalances: number;
@@ -57,6 +59,8 @@ export interface FreshnessResult {
   readonly metricsScrapeErrors: number;
   readonly deferred: number;
   readonly transactionRetries: number;
+  /** The retries by the transaction's first statement and the error, "3.3 DeadlockDetected" (not in results before it existed). */
+  readonly transactionRetriesBy?: Record<string, number>;
   /**
    * Governance findings recorded in the window (agp_findings_total), and those still unpublished at
    * its end (agp_findings_unpublished): a load whose findings stopped being judged or published would

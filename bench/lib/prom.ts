@@ -34,6 +34,17 @@ export function sumSamples(all: readonly Sample[][]): Sample[] {
   return [...byKey.values()];
 }
 
+/** A counter's samples added up per value of some labels, joined by a space ("3.3 DeadlockDetected"). */
+export function totalsBy(samples: readonly Sample[], name: string, labels: readonly string[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const s of samples) {
+    if (s.name !== name || s.value === 0) continue;
+    const key = labels.map((label) => s.labels[label] ?? "").join(" ");
+    out[key] = (out[key] ?? 0) + s.value;
+  }
+  return out;
+}
+
 export function total(samples: readonly Sample[], name: string, filter: Record<string, string> = {}): number {
   return samples
     .filter((s) => s.name === name && Object.entries(filter).every(([k, v]) => s.labels[k] === v))

@@ -27,7 +27,7 @@ import {
   weightedQuantile,
 } from "../lib/freshness.js";
 import { startProjector } from "../lib/projector.js";
-import { histogramQuantile, type Sample, total } from "../lib/prom.js";
+import { histogramQuantile, type Sample, total, totalsBy } from "../lib/prom.js";
 import type { FreshnessResult } from "../results.js";
 import { type BenchRun, loadTopics, sourceTopicEnv } from "./run.js";
 
@@ -263,6 +263,7 @@ export async function runFreshness(
     metricsScrapeErrors: scrapeErrors,
     deferred: total(window, "agp_records_total", { result: "deferred" }),
     transactionRetries: total(window, "agp_transaction_retries_total"),
+    transactionRetriesBy: totalsBy(window, "agp_transaction_retries_total", ["pattern", "reason"]),
     findingsRecorded: total(window, "agp_findings_total"),
     findingsUnpublishedAtEnd: total(after, "agp_findings_unpublished"),
     batchP50Ms: nullable(histogramQuantile(window, "agp_batch_duration_seconds", 0.5), 1000),
@@ -281,7 +282,7 @@ export async function runFreshness(
   });
   say(
     `freshness ${runNo} at ${rate} records/s (achieved ${result.achievedRate}): ${perStream.join("; ")}; ` +
-      `drained in ${result.drainSeconds} s, ${result.deferred} deferred; ${result.findingsRecorded} findings recorded, ${result.findingsUnpublishedAtEnd} unpublished at the end; CPU ${JSON.stringify(cpuSeconds)} s`,
+      `drained in ${result.drainSeconds} s, ${result.deferred} deferred, ${result.transactionRetries} transaction retries ${JSON.stringify(result.transactionRetriesBy)}; ${result.findingsRecorded} findings recorded, ${result.findingsUnpublishedAtEnd} unpublished at the end; CPU ${JSON.stringify(cpuSeconds)} s`,
   );
   return result;
 }

@@ -7,7 +7,7 @@ import { PARTITIONS, round, say, sleep } from "../args.js";
 import { cpuMeter } from "../lib/cpu.js";
 import { graphFingerprint } from "../lib/direct.js";
 import { type ProjectorProcess, startProjector } from "../lib/projector.js";
-import { histogramQuantile, type Sample, sumSamples, total } from "../lib/prom.js";
+import { histogramQuantile, type Sample, sumSamples, total, totalsBy } from "../lib/prom.js";
 import type { RunResult } from "../results.js";
 import type { BenchRun } from "./run.js";
 
@@ -142,6 +142,7 @@ export async function runProjectors(
     batchP99MsByStream: byStream(0.99),
     transactions: total(samples, "agp_batch_duration_seconds_count"),
     transactionRetries: total(samples, "agp_transaction_retries_total"),
+    transactionRetriesBy: totalsBy(samples, "agp_transaction_retries_total", ["pattern", "reason"]),
     deferred: total(samples, "agp_records_total", { result: "deferred" }),
     deadLettered: total(samples, "agp_records_total", { result: "dead-lettered" }),
     rebalances: total(samples, "agp_rebalances_total"),
@@ -152,7 +153,7 @@ export async function runProjectors(
   };
   say(
     `projector ×${instances}: ${result.recordsPerSecond} rec/s over ${result.seconds} s; batch p50 ${result.batchP50Ms} ms, ` +
-      `p99 ${result.batchP99Ms} ms; ${result.transactions} tx, ${result.transactionRetries} retries, ` +
+      `p99 ${result.batchP99Ms} ms; ${result.transactions} tx, ${result.transactionRetries} retries ${JSON.stringify(result.transactionRetriesBy)}, ` +
       `${result.deferred} deferred; peak RSS ${result.peakRssMiB.join("/")} MiB; CPU ${JSON.stringify(cpuSeconds)} s`,
   );
   return result;
