@@ -35,6 +35,14 @@ RETURN row.i AS i, from IS NOT NULL AND to IS NOT NULL AS produced, from = to AS
  * observation and last_observed_at the latest observation between the two agents — the same values
  * in-order delivery gives, whatever order records actually arrive in.
  *
+ * The batch's agents are write-locked first, all of them, in agent_id order (`_LOCK_` set and
+ * removed, as §3.1 does), before any CAN_ESCALATE_TO is merged. A MERGE that creates a relationship
+ * locks both of its end nodes, so row by row a batch would lock its agents pair by pair in the order
+ * of its target outcomes, while §3.3 batches lock them in agent_id order (projection/outcomes.ts):
+ * two such transactions sharing two agents deadlocked, and Neo4j aborted one to be retried whole —
+ * every one of the 70 retries of a 60 s load at half capacity (bench/README, fifteenth and sixteenth
+ * rounds). Locked in one global order, they wait for each other instead.
+ *
  * Besides `already_counted`, each row returns the edge it counted on, its observed_count after the
  * statement's increments so far and its `declared` flag: what governance findings are derived from
  * (model/findings.ts), read by the write itself rather than by a query of its own.
@@ -46,6 +54,17 @@ ${keyIndex(scoped, "source", "Outcome", "outcome_id")}
 MATCH (target:Outcome {${scopedKey(scoped, "row.tenant_id")}outcome_id: row.target_outcome_id})<-[:PRODUCED]-(to:Agent)
 ${keyIndex(scoped, "target", "Outcome", "outcome_id")}
 WHERE from <> to
+WITH collect({row: row, source: source, target: target, from: from, to: to}) AS pairs
+CALL (pairs) {
+  UNWIND pairs AS pair
+  UNWIND [pair.from, pair.to] AS agent
+  WITH DISTINCT agent
+  ORDER BY agent.agent_id, agent.tenant_id
+  SET agent._LOCK_ = true
+  REMOVE agent._LOCK_
+}
+UNWIND pairs AS pair
+WITH pair.row AS row, pair.source AS source, pair.target AS target, pair.from AS from, pair.to AS to
 WITH row, source, target, from, to,
      datetime({epochMillis: toInteger(row.first_observed_at)}) AS first_seen,
      datetime({epochMillis: toInteger(row.last_observed_at)}) AS last_seen,

@@ -93,8 +93,11 @@ function outcomeRow({ event }: Indexed<OutcomeCreated>) {
   };
 }
 
+// The global order every transaction takes agent locks in (§3.4 locks its batch's agents in it too).
 function byAgent(a: Indexed<OutcomeCreated>, b: Indexed<OutcomeCreated>): number {
-  return a.event.agent_id < b.event.agent_id ? -1 : a.event.agent_id > b.event.agent_id ? 1 : 0;
+  const { agent_id: x, tenant_id: s } = a.event;
+  const { agent_id: y, tenant_id: t } = b.event;
+  return x < y ? -1 : x > y ? 1 : s < t ? -1 : s > t ? 1 : 0;
 }
 
 function sameFact(a: OutcomeCreated, b: OutcomeCreated): boolean {
