@@ -39,9 +39,10 @@ RETURN row.i AS i, from IS NOT NULL AND to IS NOT NULL AS produced, from = to AS
  * removed, as §3.1 does), before any CAN_ESCALATE_TO is merged. A MERGE that creates a relationship
  * locks both of its end nodes, so row by row a batch would lock its agents pair by pair in the order
  * of its target outcomes, while §3.3 batches lock them in agent_id order (projection/outcomes.ts):
- * two such transactions sharing two agents deadlocked, and Neo4j aborted one to be retried whole —
- * every one of the 70 retries of a 60 s load at half capacity (bench/README, fifteenth and sixteenth
- * rounds). Locked in one global order, they wait for each other instead.
+ * two such transactions sharing two agents deadlocked, and Neo4j aborted one to be retried whole.
+ * Locked in one global order they wait for each other instead: at half capacity the escalation
+ * transactions' deadlocks fell by about 40% (bench/README, sixteenth round). Those left are on
+ * agents too, and partly in the order Neo4j itself takes node locks in at commit (by node id).
  *
  * Besides `already_counted`, each row returns the edge it counted on, its observed_count after the
  * statement's increments so far and its `declared` flag: what governance findings are derived from
