@@ -71,8 +71,10 @@ describe("operating the service", () => {
     expect(samples(text, "agp_batch_duration_seconds_count").length).toBeGreaterThan(0);
     expect(samples(text, "agp_batch_size_records_bucket").length).toBeGreaterThan(0);
     expect(samples(text, "agp_rebalances_total")[0]?.value).toBeGreaterThanOrEqual(1);
-    // Exposed from the start; a series per first statement and error appears with its first retry.
-    expect(text).toContain("# TYPE agp_transaction_retries_total counter");
+    // Each stream's write starts at 0 for deadlocks; any other series names its statement and error.
+    expect(samples(text, "agp_transaction_retries_total").map((s) => s.labels)).toContain(
+      '{pattern="3.3",reason="DeadlockDetected"}',
+    );
     for (const retried of samples(text, "agp_transaction_retries_total"))
       expect(retried.labels).toMatch(/^\{pattern="[^"]+",reason="[^"]+"\}$/);
     // Source topics always; a retry topic too when an escalation overtook its outcomes and was deferred.

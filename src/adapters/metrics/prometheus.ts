@@ -1,5 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
-import type { StatementResult } from "../../cypher/statement.js";
+import type { StatementName, StatementResult } from "../../cypher/statement.js";
 import { DEFER_REASONS, type Fate, fateReason, REJECT_REASONS } from "../../model/fate.js";
 import { FINDING_KINDS } from "../../model/findings.js";
 import { ageSeconds } from "../../pipeline/unapplied-age.js";
@@ -40,6 +40,16 @@ const FRESHNESS_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300
  * `nodejs_eventloop_lag_p99_seconds`, …) so that stock Node.js dashboards work; the service's own
  * metrics carry the `agp_` prefix.
  */
+/** The first statement of each stream's write transaction: what a retry's `pattern` label names. */
+const STREAM_WRITE_PATTERNS: readonly StatementName[] = [
+  "3.1",
+  "3.1-tombstone",
+  "reachability",
+  "3.3",
+  "outcome",
+  "escalated-to",
+];
+
 export function createPrometheusMetrics(
   build: {
     version: string;
@@ -226,6 +236,9 @@ export function createPrometheusMetrics(
   for (const topic of build.topics?.consumed ?? []) consumed.inc({ topic }, 0);
   for (const tenant of build.tenants ?? []) for (const kind of FINDING_KINDS) findings.inc({ tenant, kind }, 0);
   for (const tenant of build.tenants ?? []) unpublished.set({ tenant }, 0);
+  // Deadlocks are the retry a busy graph has; each stream's write starts at 0 for them (other
+  // reasons appear with their first retry: which errors Neo4j and the network give is open-ended).
+  for (const pattern of STREAM_WRITE_PATTERNS) txRetries.inc({ pattern, reason: "DeadlockDetected" }, 0);
   for (const stream of STREAMS) {
     for (const result of ["applied", "unchanged", "stale"]) records.inc({ stream, result, reason: "" }, 0);
     for (const reason of DEFER_REASONS) records.inc({ stream, result: "deferred", reason }, 0);
