@@ -234,8 +234,9 @@ export function createGraphWriter(
 
   /**
    * Runs `once` until it succeeds, a failure is not transient (errors.ts), or the next wait would
-   * pass the retry budget; `onRetry` is told of each extra attempt and the error that caused it. `once` wraps in `timed` the part
-   * of an attempt that talks to Neo4j, whose duration the backoff starts from.
+   * pass the retry budget; `onRetry` is told of each extra attempt and the error that caused it.
+   * `once` wraps in `timed` the part of an attempt that talks to Neo4j, whose duration the backoff
+   * starts from.
    */
   async function retrying<T>(
     once: (timed: (run: () => Promise<T>) => Promise<T>) => Promise<T>,
@@ -263,6 +264,10 @@ export function createGraphWriter(
     }
   }
 
+  /** Counts a write transaction's retry under its first statement (the kind of write) and its error. */
+  const countRetry = (statements: readonly Statement[]) => (error: unknown) =>
+    metrics.recordTransactionRetry(statements[0]?.name ?? "", retryReason(error));
+
   async function readOnce(database: string, cypher: string, params: Record<string, unknown>) {
     const session = driver.session({ database, defaultAccessMode: neo4j.session.READ });
     return bounded(session, async () => {
@@ -284,7 +289,7 @@ export function createGraphWriter(
         // Each attempt takes a write slot of its own (one waiting out its backoff holds none); the
         // wait for a slot is not part of the attempt's duration.
         (timed) => writeSlot(() => timed(() => applyOnce(database, statements, true, followUp))),
-        (error) => metrics.recordTransactionRetry(statements[0]?.name ?? "", retryReason(error)),
+        countRetry(statements),
       ),
 
     read: (database: string, cypher: string, params: Record<string, unknown> = {}) =>
@@ -296,7 +301,7 @@ export function createGraphWriter(
     async trial(database: string, statements: readonly Statement[]) {
       await retrying(
         (timed) => writeSlot(() => timed(() => applyOnce(database, statements, false))),
-        (error) => metrics.recordTransactionRetry(statements[0]?.name ?? "", retryReason(error)),
+        countRetry(statements),
       );
     },
 
