@@ -30,15 +30,22 @@ export function startProjector(env: Record<string, string>, label: string): Proj
   );
   const pid = child.pid as number;
   const errors: string[] = [];
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  // A child that dies before it is running (bad configuration, a flag Node refuses) fails the run
+  // with its own words, rather than leaving the bench waiting for a log line that never comes.
+  // "close" comes after its output has been read, so the words are all there.
+  const diedEarly = new Promise<never>((_, reject) =>
+    child.once("close", (code) =>
+      reject(
+        new Error(`${label} exited (code ${code}) before it was running: ${errors.join(" | ") || "nothing logged"}`),
+      ),
+    ),
+  );
   let onJoined: (at: number) => void = () => {};
   let onPort: (port: number) => void = () => {};
-  const joinedAt = new Promise<number>((resolve) => {
-    onJoined = resolve;
-  });
-  const metricsPort = new Promise<number>((resolve) => {
-    onPort = resolve;
-  });
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const joinedAt = Promise.race([new Promise<number>((resolve) => (onJoined = resolve)), diedEarly]);
+  const metricsPort = Promise.race([new Promise<number>((resolve) => (onPort = resolve)), diedEarly]);
+  for (const awaited of [diedEarly, joinedAt, metricsPort]) awaited.catch(() => {});
   createInterface({ input: child.stdout as NodeJS.ReadableStream }).on("line", (line) => {
     let entry: { msg?: string; level?: number; metricsPort?: number };
     try {
