@@ -21,6 +21,7 @@ import {
   systemSleep,
 } from "../../ports.js";
 import { currentPem, currentSecret, RotationGrace } from "../credentials.js";
+import { coalesceSocketWrites } from "./coalesced-writes.js";
 import { plainRecord } from "./values.js";
 
 const rotations = new WeakMap<Driver, { readonly grace: RotationGrace; readonly password: () => string }>();
@@ -32,6 +33,7 @@ const rotations = new WeakMap<Driver, { readonly grace: RotationGrace; readonly 
  */
 export function createDriver(config: Config["neo4j"], grace = new RotationGrace()): Driver {
   const password = currentSecret(config.password ?? "", config.passwordFile);
+  coalesceSocketWrites();
   const driver = neo4j.driver(config.uri, rotatingAuth(config.user, password), {
     maxConnectionPoolSize: config.maxPoolSize,
     connectionAcquisitionTimeout: 30_000,
@@ -324,12 +326,6 @@ interface ConnectionInternals {
 }
 
 /**
- * Destroys the sockets under a session's connections. The driver then fails whatever waits on them
- * and discards them instead of returning them to its pool; no public call does that (closing sends
- * GOODBYE and waits). Reaches into the driver's internals: if a release moves them, nothing is
- * destroyed, the attempt still fails on time, and the socket lingers until the OS gives up on it.
- */
-/**
  * Closes a session whose work is done, waiting at most `ms`: a close sends RESET and waits for its
  * answer, which a Neo4j too loaded (or a path gone silent just then) may never give; the attempt's
  * outcome is already decided, so past the bound the connection is dropped instead of holding the
@@ -351,6 +347,12 @@ async function closeWithin(session: Session, ms: number): Promise<void> {
   }
 }
 
+/**
+ * Destroys the sockets under a session's connections. The driver then fails whatever waits on them
+ * and discards them instead of returning them to its pool; no public call does that (closing sends
+ * GOODBYE and waits). Reaches into the driver's internals: if a release moves them, nothing is
+ * destroyed, the attempt still fails on time, and the socket lingers until the OS gives up on it.
+ */
 function dropConnections(session: Session, error: Error): void {
   const internals = session as unknown as SessionInternals;
   for (const holder of [internals._writeConnectionHolder, internals._readConnectionHolder]) {
