@@ -20,7 +20,6 @@ import neo4j from "neo4j-driver";
 import { ensureTopics, topicSpecs } from "../src/adapters/kafka/admin.js";
 import { createKafka, createProducer } from "../src/adapters/kafka/client.js";
 import { publishEvents } from "../src/adapters/kafka/event-publisher.js";
-import { coalesceSocketWrites } from "../src/adapters/neo4j/coalesced-writes.js";
 import { createGraphWriter } from "../src/adapters/neo4j/graph-writer.js";
 import { registerFindingSchema } from "../src/adapters/registry/findings-subject.js";
 import { createSchemaRegistry, registerSchemas } from "../src/adapters/registry/schema-registry.js";
@@ -116,8 +115,6 @@ async function main(): Promise<void> {
     if (ours.length > 0) await admin.deleteGroups(ours).catch(() => {});
     say(`deleted this run's ${topics.length} topics and ${ours.length} consumer groups (--keep-topics keeps them)`);
   });
-  // The ceiling writes through the same client as the projector, socket writes included.
-  coalesceSocketWrites();
   const driver = neo4j.driver(config.neo4j.uri, neo4j.auth.basic(config.neo4j.user, config.neo4j.password ?? ""), {
     maxConnectionPoolSize: 20,
   });

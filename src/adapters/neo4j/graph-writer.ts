@@ -21,7 +21,6 @@ import {
   systemSleep,
 } from "../../ports.js";
 import { currentPem, currentSecret, RotationGrace } from "../credentials.js";
-import { coalesceSocketWrites } from "./coalesced-writes.js";
 import { plainRecord } from "./values.js";
 
 const rotations = new WeakMap<Driver, { readonly grace: RotationGrace; readonly password: () => string }>();
@@ -33,7 +32,6 @@ const rotations = new WeakMap<Driver, { readonly grace: RotationGrace; readonly 
  */
 export function createDriver(config: Config["neo4j"], grace = new RotationGrace()): Driver {
   const password = currentSecret(config.password ?? "", config.passwordFile);
-  coalesceSocketWrites();
   const driver = neo4j.driver(config.uri, rotatingAuth(config.user, password), {
     maxConnectionPoolSize: config.maxPoolSize,
     connectionAcquisitionTimeout: 30_000,
