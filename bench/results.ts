@@ -1,6 +1,7 @@
 /** What one benchmark run measures, as written to the results file. */
 import type { GraphCounts, GraphErrors } from "./lib/correctness.js";
 import type { CpuSeconds } from "./lib/cpu.js";
+import type { TimelineSecond } from "./lib/freshness.js";
 
 export interface RunResult {
   readonly instances: number;
@@ -13,6 +14,8 @@ export interface RunResult {
   readonly batchP50MsByStream: Record<string, number | null>;
   readonly batchP99MsByStream: Record<string, number | null>;
   readonly transactions: number;
+  /** Per spec write pattern, its statements and Neo4j's own seconds on them (not in results before it existed). */
+  readonly neo4jStatements?: Record<string, { statements: number; seconds: number }>;
   readonly transactionRetries: number;
   /** The retries by the transaction's first statement and the error, "3.3 DeadlockDetected" (not in results before it existed). */
   readonly transactionRetriesBy?: Record<string, number>;
@@ -56,11 +59,22 @@ export interface FreshnessResult {
    * every second from the measured window's start to the drain's end (not in results before it existed).
    */
   readonly oldestUnappliedMaxSeconds: Record<"outcome-created" | "escalation-edge", number | null>;
+  /**
+   * Second by second of the measured window, by the time records were published: how many, and the
+   * slowest one's freshness (not in results before it existed).
+   */
+  readonly timeline?: Record<"outcome-created" | "escalation-edge", TimelineSecond[]>;
   readonly metricsScrapeErrors: number;
   readonly deferred: number;
   readonly transactionRetries: number;
   /** The retries by the transaction's first statement and the error, "3.3 DeadlockDetected" (not in results before it existed). */
   readonly transactionRetriesBy?: Record<string, number>;
+  /**
+   * Per spec write pattern, how many statements ran in the window and Neo4j's own seconds on them
+   * (agp_neo4j_statement_seconds); and the batches applied (not in results before they existed).
+   */
+  readonly neo4jStatements?: Record<string, { statements: number; seconds: number }>;
+  readonly transactions?: number;
   /**
    * Governance findings recorded in the window (agp_findings_total), and those still unpublished at
    * its end (agp_findings_unpublished): a load whose findings stopped being judged or published would

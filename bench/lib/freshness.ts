@@ -46,6 +46,8 @@ export interface Cohort {
 export interface Settled {
   readonly seconds: number;
   readonly count: number;
+  /** The cohort's event time: when its records were stamped and published. */
+  readonly eventTimeMs: number;
 }
 
 /**
@@ -96,7 +98,11 @@ export class CohortTracker {
         const first = history[0];
         if (!first) break;
         if (end > cohort.start)
-          done.push({ seconds: Math.max(0, first.atMs - cohort.eventTimeMs) / 1000, count: end - cohort.start });
+          done.push({
+            seconds: Math.max(0, first.atMs - cohort.eventTimeMs) / 1000,
+            count: end - cohort.start,
+            eventTimeMs: cohort.eventTimeMs,
+          });
         list.shift();
       }
       this.settled.set(topic, done);
@@ -115,7 +121,11 @@ export class CohortTracker {
       list.forEach((cohort, i) => {
         const end = i + 1 < list.length ? (list[i + 1] as Cohort).start : this.ends.get(key);
         if (end === undefined || end <= cohort.start) return;
-        done.push({ seconds: Math.max(0, nowMs - cohort.eventTimeMs) / 1000, count: end - cohort.start });
+        done.push({
+          seconds: Math.max(0, nowMs - cohort.eventTimeMs) / 1000,
+          count: end - cohort.start,
+          eventTimeMs: cohort.eventTimeMs,
+        });
         records += end - cohort.start;
       });
       list.length = 0;
@@ -133,7 +143,7 @@ export class CohortTracker {
 }
 
 /** Nearest-rank quantile over values with counts. */
-export function weightedQuantile(values: readonly Settled[], q: number): number | null {
+export function weightedQuantile(values: readonly Omit<Settled, "eventTimeMs">[], q: number): number | null {
   const total = values.reduce((s, v) => s + v.count, 0);
   if (total === 0) return null;
   const sorted = [...values].sort((a, b) => a.seconds - b.seconds);
@@ -143,7 +153,30 @@ export function weightedQuantile(values: readonly Settled[], q: number): number 
     seen += v.count;
     if (seen >= rank) return v.seconds;
   }
-  return (sorted.at(-1) as Settled).seconds;
+  return (sorted.at(-1) as { seconds: number }).seconds;
+}
+
+/** One second of a load, by the time its records were published. */
+export interface TimelineSecond {
+  readonly records: number;
+  /** The slowest record's freshness, or null when the second published none. */
+  readonly max: number | null;
+}
+
+/**
+ * Freshness second by second of event time over `[fromMs, fromMs + seconds·1000)`: whether a tail
+ * is one stall (a few seconds' records all late together) or spread through the load.
+ */
+export function freshnessTimeline(values: readonly Settled[], fromMs: number, seconds: number): TimelineSecond[] {
+  const records = new Array<number>(seconds).fill(0);
+  const max = new Array<number | null>(seconds).fill(null);
+  for (const v of values) {
+    const i = Math.floor((v.eventTimeMs - fromMs) / 1000);
+    if (i < 0 || i >= seconds) continue;
+    records[i] = (records[i] as number) + v.count;
+    max[i] = Math.max(max[i] ?? 0, v.seconds);
+  }
+  return records.map((n, i) => ({ records: n, max: max[i] as number | null }));
 }
 
 /** Per-series difference of two scrapes of one process (counters and histogram buckets): the window between them. */

@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import fs from "node:fs";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
@@ -46,7 +47,11 @@ export function startProjector(env: Record<string, string>, label: string): Proj
   const joinedAt = Promise.race([new Promise<number>((resolve) => (onJoined = resolve)), diedEarly]);
   const metricsPort = Promise.race([new Promise<number>((resolve) => (onPort = resolve)), diedEarly]);
   for (const awaited of [diedEarly, joinedAt, metricsPort]) awaited.catch(() => {});
+  // BENCH_PROJECTOR_LOG_DIR keeps each child's JSON log, for reading a run's holds and failures after it.
+  const logDir = process.env.BENCH_PROJECTOR_LOG_DIR;
+  const logFile = logDir ? fs.createWriteStream(path.join(logDir, `${label}.ndjson`), { flags: "a" }) : undefined;
   createInterface({ input: child.stdout as NodeJS.ReadableStream }).on("line", (line) => {
+    logFile?.write(`${line}\n`);
     let entry: { msg?: string; level?: number; metricsPort?: number };
     try {
       entry = JSON.parse(line);

@@ -112,3 +112,15 @@ export function histogramBuckets(
   const sorted = [...buckets].sort((a, b) => a[0] - b[0]);
   return sorted;
 }
+
+/** Per spec write pattern, its statements in the window and Neo4j's own seconds on them. */
+export function statementTimes(window: readonly Sample[]): Record<string, { statements: number; seconds: number }> {
+  const counts = totalsBy(window, "agp_neo4j_statement_seconds_count", ["pattern"]);
+  const sums = totalsBy(window, "agp_neo4j_statement_seconds_sum", ["pattern"]);
+  return Object.fromEntries(
+    Object.entries(counts).map(([pattern, statements]) => [
+      pattern,
+      { statements, seconds: Math.round((sums[pattern] ?? 0) * 100) / 100 },
+    ]),
+  );
+}

@@ -19,6 +19,7 @@ import { cpuMeter } from "../lib/cpu.js";
 import { wipeGraph } from "../lib/direct.js";
 import {
   CohortTracker,
+  freshnessTimeline,
   gaugeMax,
   histogramMaxBound,
   recordsDue,
@@ -27,7 +28,7 @@ import {
   weightedQuantile,
 } from "../lib/freshness.js";
 import { startProjector } from "../lib/projector.js";
-import { histogramQuantile, type Sample, total, totalsBy } from "../lib/prom.js";
+import { histogramQuantile, type Sample, statementTimes, total, totalsBy } from "../lib/prom.js";
 import type { FreshnessResult } from "../results.js";
 import { type BenchRun, loadTopics, sourceTopicEnv } from "./run.js";
 
@@ -236,6 +237,10 @@ export async function runFreshness(
   });
   const outcomesSettled = tracker.settled.get(freshNames.source["outcome-created"]) ?? [];
   const escalationsSettled = tracker.settled.get(freshNames.source["escalation-edge"]) ?? [];
+  const timeline = {
+    "outcome-created": freshnessTimeline(outcomesSettled, measureFrom, FRESHNESS_SECONDS),
+    "escalation-edge": freshnessTimeline(escalationsSettled, measureFrom, FRESHNESS_SECONDS),
+  };
   const result: FreshnessResult = {
     rate,
     fractionOfCapacity,
@@ -260,10 +265,13 @@ export async function runFreshness(
       "outcome-created": nullable(oldestUnapplied["outcome-created"]),
       "escalation-edge": nullable(oldestUnapplied["escalation-edge"]),
     },
+    timeline,
     metricsScrapeErrors: scrapeErrors,
     deferred: total(window, "agp_records_total", { result: "deferred" }),
     transactionRetries: total(window, "agp_transaction_retries_total"),
     transactionRetriesBy: totalsBy(window, "agp_transaction_retries_total", ["pattern", "reason"]),
+    neo4jStatements: statementTimes(window),
+    transactions: total(window, "agp_batch_duration_seconds_count"),
     findingsRecorded: total(window, "agp_findings_total"),
     findingsUnpublishedAtEnd: total(after, "agp_findings_unpublished"),
     batchP50Ms: nullable(histogramQuantile(window, "agp_batch_duration_seconds", 0.5), 1000),
@@ -280,9 +288,16 @@ export async function runFreshness(
     const oldest = result.oldestUnappliedMaxSeconds[stream];
     return `${stream}: records ${q(r)}, max ${r.max} s; histogram ${q(h)}, max ≤ ${h.maxAtMost} s; oldest unapplied ≤ ${oldest} s`;
   });
+  // The seconds whose slowest record took over a second, as `second:max`: one stall or many.
+  const lateSeconds = (stream: "outcome-created" | "escalation-edge") =>
+    timeline[stream].flatMap((s, i) => (s.max !== null && s.max > 1 ? [`${i}:${round(s.max, 1)}`] : [])).join(" ") ||
+    "none";
+  say(
+    `freshness ${runNo}: seconds of the load whose slowest record took over 1 s — outcomes ${lateSeconds("outcome-created")}; escalations ${lateSeconds("escalation-edge")}`,
+  );
   say(
     `freshness ${runNo} at ${rate} records/s (achieved ${result.achievedRate}): ${perStream.join("; ")}; ` +
-      `drained in ${result.drainSeconds} s, ${result.deferred} deferred, ${result.transactionRetries} transaction retries ${JSON.stringify(result.transactionRetriesBy)}; ${result.findingsRecorded} findings recorded, ${result.findingsUnpublishedAtEnd} unpublished at the end; CPU ${JSON.stringify(cpuSeconds)} s`,
+      `drained in ${result.drainSeconds} s, ${result.deferred} deferred, ${result.transactionRetries} transaction retries ${JSON.stringify(result.transactionRetriesBy)}; ${result.findingsRecorded} findings recorded, ${result.findingsUnpublishedAtEnd} unpublished at the end; CPU ${JSON.stringify(cpuSeconds)} s; ${result.transactions} batches, Neo4j's time per pattern ${JSON.stringify(result.neo4jStatements)}`,
   );
   return result;
 }

@@ -7,7 +7,7 @@ import { PARTITIONS, round, say, sleep } from "../args.js";
 import { cpuMeter } from "../lib/cpu.js";
 import { graphFingerprint } from "../lib/direct.js";
 import { type ProjectorProcess, startProjector } from "../lib/projector.js";
-import { histogramQuantile, type Sample, sumSamples, total, totalsBy } from "../lib/prom.js";
+import { histogramQuantile, type Sample, statementTimes, sumSamples, total, totalsBy } from "../lib/prom.js";
 import type { RunResult } from "../results.js";
 import type { BenchRun } from "./run.js";
 
@@ -141,6 +141,7 @@ export async function runProjectors(
     batchP50MsByStream: byStream(0.5),
     batchP99MsByStream: byStream(0.99),
     transactions: total(samples, "agp_batch_duration_seconds_count"),
+    neo4jStatements: statementTimes(samples),
     transactionRetries: total(samples, "agp_transaction_retries_total"),
     transactionRetriesBy: totalsBy(samples, "agp_transaction_retries_total", ["pattern", "reason"]),
     deferred: total(samples, "agp_records_total", { result: "deferred" }),
@@ -154,7 +155,7 @@ export async function runProjectors(
   say(
     `projector ×${instances}: ${result.recordsPerSecond} rec/s over ${result.seconds} s; batch p50 ${result.batchP50Ms} ms, ` +
       `p99 ${result.batchP99Ms} ms; ${result.transactions} tx, ${result.transactionRetries} retries ${JSON.stringify(result.transactionRetriesBy)}, ` +
-      `${result.deferred} deferred; peak RSS ${result.peakRssMiB.join("/")} MiB; CPU ${JSON.stringify(cpuSeconds)} s`,
+      `${result.deferred} deferred; Neo4j's time per pattern ${JSON.stringify(result.neo4jStatements)}; peak RSS ${result.peakRssMiB.join("/")} MiB; CPU ${JSON.stringify(cpuSeconds)} s`,
   );
   return result;
 }

@@ -33,6 +33,8 @@ export interface StatementResult {
   readonly name: StatementName;
   readonly records: readonly Readonly<Record<string, unknown>>[];
   readonly counters: WriteCounters;
+  /** Neo4j's own time on the statement (until its first row, plus until its last), when it said. */
+  readonly serverMs?: number;
 }
 
 export interface WriteCounters {

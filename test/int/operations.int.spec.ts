@@ -67,6 +67,14 @@ describe("operating the service", () => {
         (s) => s.labels.includes('update="relationships_created"') && s.value > 0,
       ),
     ).toBe(true);
+    // Neo4j reports its own time on each statement: every §3 pattern that wrote has some.
+    for (const pattern of ["3.1", "3.3", "3.4"])
+      expect(
+        samples(text, "agp_neo4j_statement_seconds_count").some(
+          (s) => s.labels === `{pattern="${pattern}"}` && s.value > 0,
+        ),
+        pattern,
+      ).toBe(true);
     expect(samples(text, "agp_redeliveries_absorbed_total")[0]?.value).toBeGreaterThan(0);
     expect(samples(text, "agp_batch_duration_seconds_count").length).toBeGreaterThan(0);
     expect(samples(text, "agp_batch_size_records_bucket").length).toBeGreaterThan(0);

@@ -3,6 +3,7 @@ import { freshnessRow } from "../../bench/lib/chart.js";
 import {
   CohortTracker,
   freshnessRates,
+  freshnessTimeline,
   gaugeMax,
   histogramMaxBound,
   recordsDue,
@@ -52,7 +53,7 @@ describe("freshness from the records' own times and the committed offsets", () =
     tracker.settle(new Map([["t/0", 9]]), 1_500); // offset 9 not yet committed
     expect(tracker.settled.get("t") ?? []).toEqual([]);
     tracker.settle(new Map([["t/0", 12]]), 1_600);
-    expect(tracker.settled.get("t")).toEqual([{ seconds: 0.6, count: 10 }]);
+    expect(tracker.settled.get("t")).toEqual([{ seconds: 0.6, count: 10, eventTimeMs: 1_000 }]);
     // The last cohort of a partition needs its end: the high watermark once publishing stopped.
     tracker.settle(new Map([["t/0", 15]]), 1_700);
     expect(tracker.settled.get("t")).toHaveLength(1);
@@ -67,9 +68,9 @@ describe("freshness from the records' own times and the committed offsets", () =
     );
     // The second cohort was committed by the poll at 1.7 s, before its end was known.
     expect(tracker.settled.get("t")).toEqual([
-      { seconds: 0.6, count: 10 },
-      { seconds: 0.6, count: 5 },
-      { seconds: 1.1, count: 4 },
+      { seconds: 0.6, count: 10, eventTimeMs: 1_000 },
+      { seconds: 0.6, count: 5, eventTimeMs: 1_100 },
+      { seconds: 1.1, count: 4, eventTimeMs: 1_000 },
     ]);
     expect(tracker.unsettledCohorts()).toBe(0);
   });
@@ -83,8 +84,8 @@ describe("freshness from the records' own times and the committed offsets", () =
     expect(tracker.unsettledCohorts()).toBe(1);
     expect(tracker.settleRemaining(10_000)).toBe(3);
     expect(tracker.settled.get("t")).toEqual([
-      { seconds: 2, count: 5 },
-      { seconds: 8, count: 3 },
+      { seconds: 2, count: 5, eventTimeMs: 1_000 },
+      { seconds: 8, count: 3, eventTimeMs: 2_000 },
     ]);
     expect(tracker.unsettledCohorts()).toBe(0);
   });
@@ -95,7 +96,7 @@ describe("freshness from the records' own times and the committed offsets", () =
     tracker.add("t", 0, 0, 1_050);
     tracker.close("t", 0, 3);
     tracker.settle(new Map([["t/0", 3]]), 2_000);
-    expect(tracker.settled.get("t")).toEqual([{ seconds: 1, count: 3 }]);
+    expect(tracker.settled.get("t")).toEqual([{ seconds: 1, count: 3, eventTimeMs: 1_000 }]);
   });
 
   it("takes weighted nearest-rank quantiles", () => {
@@ -109,6 +110,28 @@ describe("freshness from the records' own times and the committed offsets", () =
     expect(weightedQuantile(values, 0.99)).toBe(3);
     expect(weightedQuantile(values, 1)).toBe(9);
     expect(weightedQuantile([], 0.5)).toBeNull();
+  });
+
+  it("lays freshness out second by second of event time, so a stall shows as one", () => {
+    const from = 10_000;
+    const timeline = freshnessTimeline(
+      [
+        { seconds: 0.3, count: 50, eventTimeMs: 10_100 },
+        { seconds: 0.4, count: 50, eventTimeMs: 10_900 },
+        { seconds: 6, count: 70, eventTimeMs: 12_000 },
+        { seconds: 5.2, count: 30, eventTimeMs: 12_999 },
+        { seconds: 9, count: 5, eventTimeMs: 9_999 }, // before the window
+        { seconds: 9, count: 5, eventTimeMs: 14_000 }, // after it
+      ],
+      from,
+      4,
+    );
+    expect(timeline).toEqual([
+      { records: 100, max: 0.4 },
+      { records: 0, max: null },
+      { records: 100, max: 6 },
+      { records: 0, max: null },
+    ]);
   });
 });
 

@@ -1,6 +1,6 @@
 import neo4j from "neo4j-driver";
 import { describe, expect, it } from "vitest";
-import { plainRecord, toPlain } from "../../src/adapters/neo4j/values.js";
+import { plainRecord, serverMs, toPlain } from "../../src/adapters/neo4j/values.js";
 
 describe("Neo4j values to plain values", () => {
   it("passes scalars through and turns null and undefined into null", () => {
@@ -41,5 +41,17 @@ describe("Neo4j values to plain values", () => {
     const record = new neo4j.Record(["i", "existed", "ids"], [neo4j.int(9), false, [neo4j.int(1), neo4j.int(2)]]);
     expect(plainRecord(record)).toEqual({ i: 9, existed: false, ids: [1, 2] });
     expect(plainRecord(new neo4j.Record([], []))).toEqual({});
+  });
+});
+
+describe("Neo4j's own time on a statement", () => {
+  it("adds the time to the first row and the time to the last, as integers or numbers", () => {
+    expect(serverMs({ resultAvailableAfter: neo4j.int(12), resultConsumedAfter: neo4j.int(3) })).toBe(15);
+    expect(serverMs({ resultAvailableAfter: 4, resultConsumedAfter: 0 })).toBe(4);
+  });
+
+  it("says nothing when the server did not say (the driver's -1, or no value)", () => {
+    expect(serverMs({ resultAvailableAfter: neo4j.int(-1), resultConsumedAfter: neo4j.int(-1) })).toBeUndefined();
+    expect(serverMs({ resultAvailableAfter: undefined, resultConsumedAfter: undefined })).toBeUndefined();
   });
 });

@@ -89,6 +89,13 @@ export function createPrometheusMetrics(
     labelNames: ["pattern", "update"],
     registers: [registry],
   });
+  const statementSeconds = new Histogram({
+    name: p("neo4j_statement_seconds"),
+    help: "Neo4j's own time per statement (until its first row, plus until its last), by spec write pattern.",
+    labelNames: ["pattern"],
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
   const absorbed = new Counter({
     name: p("redeliveries_absorbed_total"),
     help: "Escalation observations already counted: the :OBSERVED marker made their redelivery a no-op.",
@@ -263,6 +270,7 @@ export function createPrometheusMetrics(
         ["properties_set", c.propertiesSet],
       ];
       for (const [update, n] of updates) neo4jUpdates.inc({ pattern: result.name, update }, n);
+      if (result.serverMs !== undefined) statementSeconds.observe({ pattern: result.name }, result.serverMs / 1000);
     },
     recordBatch(stream, size, seconds) {
       batchSize.observe({ stream }, size);

@@ -21,7 +21,7 @@ import {
   systemSleep,
 } from "../../ports.js";
 import { currentPem, currentSecret, RotationGrace } from "../credentials.js";
-import { plainRecord } from "./values.js";
+import { plainRecord, serverMs } from "./values.js";
 
 const rotations = new WeakMap<Driver, { readonly grace: RotationGrace; readonly password: () => string }>();
 
@@ -215,6 +215,7 @@ export function createGraphWriter(
               relationshipsDeleted: counters.relationshipsDeleted,
               propertiesSet: counters.propertiesSet,
             },
+            serverMs: serverMs(result.summary),
           };
           results.push(done);
           if (statement.followedBy) for (const next of statement.followedBy(done)) await run(next);

@@ -27,3 +27,15 @@ export function plainRecord(record: neo4j.Record): Record<string, unknown> {
   });
   return plain;
 }
+
+/**
+ * Neo4j's own time on a statement, from its result summary: until the first row was available plus
+ * until the last was consumed (ms). Undefined when the server did not say.
+ */
+export function serverMs(summary: { resultAvailableAfter: unknown; resultConsumedAfter: unknown }): number | undefined {
+  const available = toPlain(summary.resultAvailableAfter);
+  const consumed = toPlain(summary.resultConsumedAfter);
+  if (typeof available !== "number" || typeof consumed !== "number") return undefined;
+  if (available < 0 || consumed < 0) return undefined;
+  return available + consumed;
+}
