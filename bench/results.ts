@@ -64,6 +64,12 @@ export interface FreshnessResult {
    * slowest one's freshness (not in results before it existed).
    */
   readonly timeline?: Record<"outcome-created" | "escalation-edge", TimelineSecond[]>;
+  /**
+   * The share of new escalations drawn on a declared path (the rest between random outcomes, nearly
+   * all governance findings); the log's is 1 − undeclaredRatio. Before it existed, every escalation
+   * was drawn at random.
+   */
+  readonly escalationsOnDeclaredPaths?: number;
   readonly metricsScrapeErrors: number;
   readonly deferred: number;
   readonly transactionRetries: number;

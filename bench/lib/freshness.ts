@@ -3,6 +3,7 @@
  * published records a consumer group's committed offsets cover, and the quantiles of what that
  * took — measured from outside, next to the service's own `agp_freshness_seconds` histogram.
  */
+import type { RegistryEvent } from "../../src/model/events.js";
 import { histogramBuckets, type Sample } from "./prom.js";
 
 /**
@@ -13,6 +14,48 @@ import { histogramBuckets, type Sample } from "./prom.js";
 export function recordsDue(rate: number, elapsedMs: number): number {
   if (rate <= 0 || elapsedMs <= 0) return 0;
   return Math.floor((rate * elapsedMs) / 1000 + 1e-9);
+}
+
+/**
+ * Per agent, the agents its registry entry declares on its escalation path as the log leaves it (the
+ * last record of each agent wins; a tombstone declares nothing), limited to registered agents: the
+ * pairs an escalation can take without a governance finding.
+ */
+export function declaredTargets(registry: readonly RegistryEvent[]): Map<string, string[]> {
+  const last = new Map<string, RegistryEvent>();
+  for (const event of registry) last.set(event.agent_id, event);
+  const targets = new Map<string, string[]>();
+  for (const [agent, event] of last) {
+    if (event.kind !== "registry-snapshot") continue;
+    const path = (event.escalation_path ?? []).filter(
+      (target) => target !== agent && last.get(target)?.kind === "registry-snapshot",
+    );
+    if (path.length > 0) targets.set(agent, [...new Set(path)]);
+  }
+  return targets;
+}
+
+/**
+ * Outcomes published lately, by agent, so that an escalation can be drawn between two outcomes
+ * whose agents' path is declared. Keeps the last `perAgent` of each agent.
+ */
+export class RecentByAgent {
+  private readonly byAgent = new Map<string, { id: string; at: number }[]>();
+
+  constructor(private readonly perAgent = 64) {}
+
+  add(agent: string, id: string, at: number): void {
+    const list = this.byAgent.get(agent) ?? [];
+    list.push({ id, at });
+    if (list.length > this.perAgent) list.shift();
+    this.byAgent.set(agent, list);
+  }
+
+  /** One of `agent`'s outcomes published within [from, to], drawn with `random`, or undefined. */
+  pick(agent: string, from: number, to: number, random: () => number): string | undefined {
+    const eligible = (this.byAgent.get(agent) ?? []).filter((entry) => entry.at >= from && entry.at <= to);
+    return eligible[Math.floor(random() * eligible.length)]?.id;
+  }
 }
 
 /** The rates to run: explicit records/s if given, otherwise fractions of the measured capacity. */

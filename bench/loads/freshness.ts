@@ -19,9 +19,11 @@ import { cpuMeter } from "../lib/cpu.js";
 import { wipeGraph } from "../lib/direct.js";
 import {
   CohortTracker,
+  declaredTargets,
   freshnessTimeline,
   gaugeMax,
   histogramMaxBound,
+  RecentByAgent,
   recordsDue,
   type Settled,
   sampleDelta,
@@ -78,7 +80,11 @@ export async function runFreshness(
   const tracker = new CohortTracker();
   const measured = [freshNames.source["outcome-created"], freshNames.source["escalation-edge"]];
   // Outcomes published in the last 30 s, oldest first: [head, eligibleEnd) were published 2-30 s ago.
-  const recent: { id: string; at: number }[] = [];
+  const recent: { id: string; at: number; agent: string }[] = [];
+  const byAgent = new RecentByAgent();
+  const declared = declaredTargets(log.registry);
+  let declaredDrawn = 0;
+  let randomDrawn = 0;
   let head = 0;
   let eligibleEnd = 0;
   const redelivery: EscalationEdge[] = [];
@@ -162,15 +168,23 @@ export async function runFreshness(
           batch.push({ ...(redelivery[Math.floor(random() * redelivery.length)] as EscalationEdge) });
           continue;
         }
-        const source = recent[head + Math.floor(random() * eligible)] as { id: string };
-        const target = recent[head + Math.floor(random() * eligible)] as { id: string };
-        if (source.id !== target.id) {
+        const source = recent[head + Math.floor(random() * eligible)] as (typeof recent)[number];
+        // As in the log the capacity was measured on: all but undeclaredRatio of the escalations
+        // follow a path the source's agent declares, so only those few are governance findings.
+        const targets = random() >= size.undeclaredRatio ? declared.get(source.agent) : undefined;
+        const declaredTarget = targets
+          ? byAgent.pick(targets[Math.floor(random() * targets.length)] as string, now - 30_000, now - 2_000, random)
+          : undefined;
+        const target = declaredTarget ?? (recent[head + Math.floor(random() * eligible)] as { id: string }).id;
+        if (declaredTarget !== undefined) declaredDrawn += 1;
+        else randomDrawn += 1;
+        if (source.id !== target) {
           const edge: EscalationEdge = {
             kind: "escalation-edge",
             event_id: `${label}-e${k}-${i}`,
             tenant_id: "default",
             source_outcome_id: source.id,
-            target_outcome_id: target.id,
+            target_outcome_id: target,
             observed_at: now,
           };
           batch.push(edge);
@@ -182,7 +196,8 @@ export async function runFreshness(
       const base = pool[(k + i) % pool.length] as OutcomeCreated;
       const id = `${base.outcome_id}-${label}-${k + i}`;
       batch.push({ ...base, outcome_id: id, event_id: `${base.event_id}-${label}-${k + i}`, created_at: now });
-      recent.push({ id, at: now });
+      recent.push({ id, at: now, agent: base.agent_id });
+      byAgent.add(base.agent_id, id, now);
     }
     k += due;
     // In requests of at most 2,000 records, as publishEvents sends them: a tick that fell behind would
@@ -266,6 +281,7 @@ export async function runFreshness(
       "escalation-edge": nullable(oldestUnapplied["escalation-edge"]),
     },
     timeline,
+    escalationsOnDeclaredPaths: round(declaredDrawn / Math.max(1, declaredDrawn + randomDrawn), 3),
     metricsScrapeErrors: scrapeErrors,
     deferred: total(window, "agp_records_total", { result: "deferred" }),
     transactionRetries: total(window, "agp_transaction_retries_total"),

@@ -2,10 +2,12 @@ import { describe, expect, it } from "vitest";
 import { freshnessRow } from "../../bench/lib/chart.js";
 import {
   CohortTracker,
+  declaredTargets,
   freshnessRates,
   freshnessTimeline,
   gaugeMax,
   histogramMaxBound,
+  RecentByAgent,
   recordsDue,
   sampleDelta,
   weightedQuantile,
@@ -13,6 +15,7 @@ import {
 import { histogramQuantile, parseMetrics } from "../../bench/lib/prom.js";
 import { renderChart, textWidth } from "../../bench/lib/svg.js";
 import type { FreshnessResult } from "../../bench/results.js";
+import type { RegistryEvent } from "../../src/model/events.js";
 
 describe("the steady-load rate schedule", () => {
   it("publishes exactly ⌊rate·t⌋ records by time t, whatever the tick", () => {
@@ -41,6 +44,54 @@ describe("the steady-load rate schedule", () => {
     expect(freshnessRates(8000, [0.5], [2000])).toEqual([{ rate: 2000, fractionOfCapacity: 0.25 }]);
     expect(freshnessRates(null, [0.5], [2000])).toEqual([{ rate: 2000, fractionOfCapacity: null }]);
     expect(freshnessRates(null, [0.5, 0.9], [])).toEqual([]);
+  });
+});
+
+describe("escalations drawn like the log's", () => {
+  const snapshot = (agent_id: string, escalation_path: string[] | null): RegistryEvent => ({
+    kind: "registry-snapshot",
+    event_id: `e-${agent_id}`,
+    tenant_id: "default",
+    registry_version: 1,
+    occurred_at: 0,
+    agent_id,
+    name: agent_id,
+    family: null,
+    owner: null,
+    decision_scope: null,
+    status: "active",
+    tools: [],
+    owned_workflows: [],
+    escalation_path,
+  });
+
+  it("declares the paths the registry leaves, to registered agents only", () => {
+    const registry: RegistryEvent[] = [
+      snapshot("a", ["b", "c"]),
+      snapshot("a", ["b", "human operator", "gone", "a"]), // the last record wins
+      snapshot("b", ["a"]),
+      snapshot("gone", ["a"]),
+      { kind: "registry-tombstone", tenant_id: "default", agent_id: "gone", registry_version: 2 },
+      snapshot("c", null),
+    ];
+    expect(declaredTargets(registry)).toEqual(
+      new Map([
+        ["a", ["b"]],
+        ["b", ["a"]],
+      ]),
+    );
+  });
+
+  it("draws an agent's recent outcome within the window, keeping the last few per agent", () => {
+    const recent = new RecentByAgent(2);
+    recent.add("a", "o1", 1_000);
+    recent.add("a", "o2", 5_000);
+    recent.add("a", "o3", 9_000); // o1 falls out
+    recent.add("b", "o4", 5_000);
+    expect(recent.pick("a", 4_000, 6_000, () => 0.99)).toBe("o2");
+    expect(recent.pick("a", 0, 2_000, () => 0)).toBeUndefined();
+    expect(recent.pick("a", 0, 10_000, () => 0.99)).toBe("o3");
+    expect(recent.pick("c", 0, 10_000, () => 0)).toBeUndefined();
   });
 });
 
