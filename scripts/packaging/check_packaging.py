@@ -230,13 +230,13 @@ def check_dashboard(repo: Path) -> None:
               "agp_neo4j_updates_total", 'result=~"deferred|dead-lettered"', "agp_freshness_seconds_bucket",
               "agp_partition_paused", "agp_partition_consecutive_failures", "agp_build_info", "$__rate_interval",
               "agp_last_commit_timestamp_seconds", "agp_oldest_unapplied_record_age_seconds",
-              "agp_findings_total", "agp_findings_unpublished"]
+              "agp_findings_total", "agp_findings_unpublished", "agp_neo4j_statement_seconds_sum"]
     all_exprs = "\n".join(t["expr"] for p in dashboard["panels"] for t in p.get("targets", []))
     missing = [w for w in wanted if w not in all_exprs]
     if missing:
         fail(f"dashboard lacks panels for {missing}")
     else:
-        ok("dashboard covers lag, freshness (histogram and oldest unapplied record), throughput, writes, paused partitions, failures, deferred/dead-lettered, batch latency, retries, rebalances, Neo4j updates, build info, governance findings")
+        ok("dashboard covers lag, freshness (histogram and oldest unapplied record), throughput, writes, paused partitions, failures, deferred/dead-lettered, batch latency, retries, rebalances, Neo4j updates and time per pattern, build info, governance findings")
 
 
 def check_rule_overrides(rules_file: Path, service: str) -> None:
