@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import neo4j from "neo4j-driver";
 import type { Harness } from "../support/harness.js";
+import { showTransactions } from "../support/show-transactions.js";
 import { sleep } from "./settings.js";
 
 /**
@@ -19,7 +20,8 @@ export async function instanceMidBatch(
   while (Date.now() < deadline) {
     // A transaction's parameters are listed only while one of its statements runs. A batch of several
     // rows travels as columns (src/cypher/columns.ts), a single row as `$rows`.
-    const { records } = await harness.driver.executeQuery(
+    const { records } = await showTransactions(
+      harness.driver,
       "SHOW TRANSACTIONS YIELD currentQuery, parameters, clientAddress " +
         "WHERE (currentQuery CONTAINS '$row_columns' OR currentQuery CONTAINS 'UNWIND $rows') " +
         "AND ($minRows = 0 OR coalesce(parameters.row_count, size(parameters.rows)) > $minRows) " +

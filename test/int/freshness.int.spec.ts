@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { outcome, snapshot } from "../support/builders.js";
 import { Harness } from "../support/harness.js";
+import { showTransactions } from "../support/show-transactions.js";
 import { until } from "../support/until.js";
 
 const GAUGE = "agp_oldest_unapplied_record_age_seconds";
@@ -126,7 +127,7 @@ describe("the oldest unapplied record's age", () => {
       await lock.run("MATCH (a:Agent {agent_id: $id}) SET a.held = true", { id: hot });
       await send("lane-o-hot", hot, 0);
       await until("the hot agent's batch to wait on the lock", async () => {
-        const { records } = await harness.driver.executeQuery("SHOW TRANSACTIONS YIELD status RETURN status");
+        const { records } = await showTransactions(harness.driver, "SHOW TRANSACTIONS YIELD status RETURN status");
         return records.some((record) => String(record.get("status")).startsWith("Blocked")) ? true : undefined;
       });
       // Published after the blocked batch was fetched: only a later fetch brings them.

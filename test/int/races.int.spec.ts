@@ -8,6 +8,7 @@ import { projectRegistry, snapshotRow } from "../../src/projection/registry.js";
 import { escalation, outcome, snapshot, tombstone, tool } from "../support/builders.js";
 import { GraphView } from "../support/graph-view.js";
 import { Harness } from "../support/harness.js";
+import { showTransactions } from "../support/show-transactions.js";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -57,7 +58,8 @@ describe("races and fences, on real servers", () => {
     );
     const deadline = Date.now() + timeoutMs;
     while (!settled && Date.now() < deadline) {
-      const { records } = await harness.driver.executeQuery(
+      const { records } = await showTransactions(
+        harness.driver,
         "SHOW TRANSACTIONS YIELD status WHERE status STARTS WITH 'Blocked' RETURN count(*) AS blocked",
         {},
         { database: harness.config.neo4j.database },

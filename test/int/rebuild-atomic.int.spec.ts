@@ -7,6 +7,7 @@ import { generateEventLog, SMALL_WORKLOAD } from "../../workload/generate.js";
 import { overlong, snapshot, tool } from "../support/builders.js";
 import { Harness } from "../support/harness.js";
 import { referenceGraph } from "../support/reference-model.js";
+import { showTransactions } from "../support/show-transactions.js";
 import { until } from "../support/until.js";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -75,7 +76,8 @@ describe("rebuild is all or nothing", () => {
   /** Transactions other than the one asking, with their status. */
   const transactions = async () =>
     (
-      await harness.driver.executeQuery(
+      await showTransactions(
+        harness.driver,
         "SHOW TRANSACTIONS YIELD transactionId, status, currentQuery WHERE NOT currentQuery STARTS WITH 'SHOW TRANSACTIONS' RETURN status",
       )
     ).records.map((record) => String(record.get("status")));
