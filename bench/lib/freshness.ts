@@ -185,8 +185,11 @@ export class CohortTracker {
   }
 }
 
+/** A value with how many records had it. */
+type Weighted = Pick<Settled, "seconds" | "count">;
+
 /** Nearest-rank quantile over values with counts. */
-export function weightedQuantile(values: readonly Omit<Settled, "eventTimeMs">[], q: number): number | null {
+export function weightedQuantile(values: readonly Weighted[], q: number): number | null {
   const total = values.reduce((s, v) => s + v.count, 0);
   if (total === 0) return null;
   const sorted = [...values].sort((a, b) => a.seconds - b.seconds);
@@ -196,7 +199,7 @@ export function weightedQuantile(values: readonly Omit<Settled, "eventTimeMs">[]
     seen += v.count;
     if (seen >= rank) return v.seconds;
   }
-  return (sorted.at(-1) as { seconds: number }).seconds;
+  return (sorted.at(-1) as Weighted).seconds;
 }
 
 /** One second of a load, by the time its records were published. */

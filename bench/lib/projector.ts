@@ -50,7 +50,10 @@ export function startProjector(env: Record<string, string>, label: string): Proj
   // BENCH_PROJECTOR_LOG_DIR keeps each child's JSON log, for reading a run's holds and failures after it.
   const logDir = process.env.BENCH_PROJECTOR_LOG_DIR;
   const logFile = logDir ? fs.createWriteStream(path.join(logDir, `${label}.ndjson`), { flags: "a" }) : undefined;
-  createInterface({ input: child.stdout as NodeJS.ReadableStream }).on("line", (line) => {
+  const stdout = createInterface({ input: child.stdout as NodeJS.ReadableStream });
+  // Ended with the child's output, so the bench's own exit does not cut the log's last lines.
+  stdout.once("close", () => logFile?.end());
+  stdout.on("line", (line) => {
     logFile?.write(`${line}\n`);
     let entry: { msg?: string; level?: number; metricsPort?: number };
     try {
