@@ -23,8 +23,9 @@ export interface ProjectorProcess {
 
 export function startProjector(env: Record<string, string>, label: string): ProjectorProcess {
   const child: ChildProcess = tracked(
+    // BENCH_PROJECTOR_DIR: another checkout's build, measured against this one's stack and loads.
     spawn(process.execPath, ["bin/agent-graph-projector.js", "run"], {
-      cwd: REPO_ROOT,
+      cwd: process.env.BENCH_PROJECTOR_DIR || REPO_ROOT,
       env: { ...process.env, ...env, METRICS_PORT: "0", METRICS_HOST: "127.0.0.1" },
       stdio: ["ignore", "pipe", "pipe"],
     }),
