@@ -20,7 +20,7 @@ export interface UpstreamPartition {
   readonly lag: number;
   /** The next offset the group applies: the end offset of the latest look minus the lag. */
   readonly position: number;
-  /** The looks of the last `seconds`, oldest first. */
+  /** The looks kept (at least those of the last `seconds`), oldest first. */
   readonly ends: readonly EndSample[];
 }
 
@@ -35,6 +35,23 @@ export function behind(partition: UpstreamPartition, now: number, seconds: numbe
   if (partition.lag <= 0) return false;
   const since = now - seconds * 1000;
   return !partition.ends.some((look) => look.at >= since && look.end <= partition.position);
+}
+
+/**
+ * The time before which every record written to these partitions has been applied by the group (ms;
+ * `now` when nothing waits, -Infinity when no look kept says): for each partition, the latest look
+ * whose end offset the group's position had reached. While a stream is held, its own records written
+ * before that time find what they depend on in the graph, and go ahead (see admittedBefore).
+ */
+export function appliedThrough(partitions: readonly UpstreamPartition[], now: number): number {
+  let through = now;
+  for (const partition of partitions) {
+    if (partition.lag <= 0) continue;
+    let latest = Number.NEGATIVE_INFINITY;
+    for (const look of partition.ends) if (look.end <= partition.position && look.at > latest) latest = look.at;
+    through = Math.min(through, latest);
+  }
+  return through;
 }
 
 /** The records waiting on the partitions that are behind (see behind). */
@@ -79,6 +96,24 @@ export function holdDecision(
     },
     limits.records,
   );
+}
+
+/**
+ * Per stream, the time before which its records find everything they wait on applied: outcomes wait
+ * on the registry, escalations on the registry and the outcomes (appliedThrough of each). A held
+ * stream's records written before it go ahead (partition-policy.ts admittedBefore), so that under a
+ * load the projector only just keeps up with, escalations trail the outcomes instead of stopping.
+ */
+export function admitBefore(
+  upstream: Readonly<Record<"registry-mutation" | "outcome-created", readonly UpstreamPartition[]>>,
+  now: number,
+): Record<Stream, number> {
+  const registry = appliedThrough(upstream["registry-mutation"], now);
+  return {
+    "registry-mutation": Number.POSITIVE_INFINITY,
+    "outcome-created": registry,
+    "escalation-edge": Math.min(registry, appliedThrough(upstream["outcome-created"], now)),
+  };
 }
 
 /**

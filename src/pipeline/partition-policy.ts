@@ -39,6 +39,16 @@ export function admitBatch(
 }
 
 /**
+ * How many of a held batch's first records were written before `before` (ms; record timestamps as
+ * Kafka gives them) and so may be applied now: what they depend on is in the graph (catch-up.ts
+ * admitBefore). The records from the first later one on wait, in order.
+ */
+export function admittedBefore(timestamps: readonly string[], before: number): number {
+  const later = timestamps.findIndex((timestamp) => !(Number(timestamp) < before));
+  return later < 0 ? timestamps.length : later;
+}
+
+/**
  * Sub-batch bounds of a fetched batch of `count` records: as few sub-batches as `maxRecords` allows,
  * of equal size. 5,000 records go as 3 × 1,667 rather than 2,000 + 2,000 + 1,000, which would spend a
  * whole transaction's overhead on a short tail.

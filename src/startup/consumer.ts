@@ -103,6 +103,7 @@ export async function buildConsumer(
       fetchMaxBytesPerPartition: config.kafka.fetchMaxBytesPerPartition,
       fetchMaxBytes: config.kafka.fetchMaxBytes,
       isHeld: hold.isHeld,
+      admitsBefore: hold.admitsBefore,
       // §3.1/§3.2 lock the agent and every agent on its escalation path, so registry batches of two
       // partitions deadlock on each other more often than not; applied one at a time, they don't.
       serialStreams: new Set<Stream>(["registry-mutation"]),
@@ -118,6 +119,7 @@ export async function buildConsumer(
     },
   );
   hold.onLifted((streams) => consumer.releaseHeld(streams));
+  hold.onAdvanced((stream, before) => consumer.releaseHeld([stream], before));
   hold.useLocalLag(() => consumer.lagSeen());
   return { producer, consumer, hold, lag, batchDeps, findings, fatal };
 }

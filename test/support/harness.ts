@@ -169,7 +169,14 @@ export class Harness {
 
   async sendRaw(
     topic: string,
-    messages: { key: string | null; value: Buffer | null; headers?: Record<string, string>; partition?: number }[],
+    messages: {
+      key: string | null;
+      value: Buffer | null;
+      headers?: Record<string, string>;
+      partition?: number;
+      /** The record's own time (ms, as a string); the broker's clock when absent. */
+      timestamp?: string;
+    }[],
   ): Promise<void> {
     await sendBatchAtLeastOnce(this.producer, { topicMessages: [{ topic, messages }] });
   }

@@ -187,4 +187,31 @@ describe("the catch-up hold, on a fake clock", () => {
     expect(lifted).toEqual([["escalation-edge"]]);
     hold.stop();
   });
+
+  it("while escalations are held behind a steady load, admits those written before the outcomes applied, and says when that moves", async () => {
+    const names = shortTopicNames();
+    // 1,000 outcomes a second, the group 8 s behind: past the 5 s window, so escalations are held.
+    const outcomesEnd = (at: number) => 10_000 + at;
+    const time = fakeTime();
+    const lag = async (): Promise<PartitionLag[]> => [
+      { topic: names.source["registry-mutation"], partition: 0, lag: 0, end: 50 },
+      { topic: names.source["outcome-created"], partition: 0, lag: 8000, end: outcomesEnd(time.clock.now()) },
+    ];
+    const hold = createCatchUpHold(lag, names, LIMITS, quiet, { clock: time.clock, sleep: time.sleep });
+    const advanced: [Stream, number][] = [];
+    hold.onAdvanced((stream, before) => advanced.push([stream, before]));
+
+    await hold.start();
+    expect(hold.isHeld("escalation-edge")).toBe(true);
+    // Nothing is known yet to be applied: nothing goes ahead.
+    expect(hold.admitsBefore("escalation-edge")).toBe(Number.NEGATIVE_INFINITY);
+    expect(hold.admitsBefore("registry-mutation")).toBe(Number.POSITIVE_INFINITY);
+    for (let at = 1000; at <= 12_000; at += 1000) await time.wakeAt(at);
+    // At 12 s the position is 10,000 + 4,000: the end the look at 4 s saw.
+    expect(hold.isHeld("escalation-edge")).toBe(true);
+    expect(hold.admitsBefore("escalation-edge")).toBe(4000);
+    expect(advanced.at(-1)).toEqual(["escalation-edge", 4000]);
+    expect(advanced.map(([, before]) => before)).toEqual([0, 1000, 2000, 3000, 4000]);
+    hold.stop();
+  });
 });

@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
+  admitBefore,
+  appliedThrough,
   behind,
   heldStreams,
   holdDecision,
@@ -176,5 +178,45 @@ describe("behind", () => {
     // The same position, but the look that shows it was already written has left the window.
     expect(behind({ lag: 150, position: 150, ends: looks }, 3000, 1.5)).toBe(true);
     expect(behind({ lag: 250, position: 50, ends: looks }, 3000, 5)).toBe(true);
+  });
+});
+
+describe("appliedThrough and admitBefore: how far a held stream may go", () => {
+  const looks = [
+    { at: 1000, end: 100 },
+    { at: 2000, end: 200 },
+    { at: 3000, end: 300 },
+  ];
+  it("is the latest look whose end the position reached, the earliest over partitions", () => {
+    expect(appliedThrough([{ lag: 150, position: 250, ends: looks }], 3000)).toBe(2000);
+    expect(appliedThrough([{ lag: 0, position: 300, ends: looks }], 3000)).toBe(3000);
+    expect(
+      appliedThrough(
+        [
+          { lag: 150, position: 250, ends: looks },
+          { lag: 10, position: 150, ends: looks },
+        ],
+        3000,
+      ),
+    ).toBe(1000);
+    // A backlog older than every look kept: nothing is known to be applied.
+    expect(appliedThrough([{ lag: 500, position: 50, ends: looks }], 3000)).toBe(Number.NEGATIVE_INFINITY);
+    expect(appliedThrough([], 3000)).toBe(3000);
+  });
+
+  it("lets outcomes go by the registry, escalations by the registry and the outcomes", () => {
+    const registry = [{ lag: 0, position: 300, ends: looks }];
+    const outcomes = [{ lag: 150, position: 250, ends: looks }];
+    expect(admitBefore({ "registry-mutation": registry, "outcome-created": outcomes }, 3000)).toEqual({
+      "registry-mutation": Number.POSITIVE_INFINITY,
+      "outcome-created": 3000,
+      "escalation-edge": 2000,
+    });
+    const registryBehind = [{ lag: 250, position: 50, ends: looks }];
+    expect(admitBefore({ "registry-mutation": registryBehind, "outcome-created": outcomes }, 3000)).toEqual({
+      "registry-mutation": Number.POSITIVE_INFINITY,
+      "outcome-created": Number.NEGATIVE_INFINITY,
+      "escalation-edge": Number.NEGATIVE_INFINITY,
+    });
   });
 });

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { FatalError, TransientError } from "../../src/errors.js";
 import {
   admitBatch,
+  admittedBefore,
   heldOnJoin,
   MAX_PAUSE_MS,
   notDuePauseMs,
@@ -127,6 +128,18 @@ describe("holds", () => {
     expect(admitBatch(roles["outcomes.dlq"], 3, isHeld)).toBe("ignore");
     expect(admitBatch(undefined, 3, isHeld)).toBe("ignore");
     expect(admitBatch(roles.registry, 0, isHeld)).toBe("ignore");
+  });
+
+  it("of a held batch, admits the leading records written before the upstream's applied time", () => {
+    const timestamps = ["1000", "1500", "2500", "1200", "3000"];
+    expect(admittedBefore(timestamps, 2000)).toBe(2);
+    // The one written at 1200 waits behind the one at 2500: order within a partition is kept.
+    expect(admittedBefore(timestamps, 2500)).toBe(2);
+    expect(admittedBefore(timestamps, 3001)).toBe(5);
+    expect(admittedBefore(timestamps, 1000)).toBe(0);
+    expect(admittedBefore(timestamps, Number.NEGATIVE_INFINITY)).toBe(0);
+    expect(admittedBefore(timestamps, Number.POSITIVE_INFINITY)).toBe(5);
+    expect(admittedBefore(["not a time"], Number.POSITIVE_INFINITY)).toBe(0);
   });
 
   it("pauses on join only the source partitions of held streams", () => {

@@ -22,6 +22,8 @@ export interface ConsumerOptions {
   readonly pauseOnFailureMs?: number;
   /** Streams whose source topics wait while an upstream stream catches up (see pipeline/catch-up.ts). */
   readonly isHeld?: (stream: Stream) => boolean;
+  /** A held stream's records written before this time (ms) go ahead all the same; default: none. */
+  readonly admitsBefore?: (stream: Stream) => number;
   /**
    * Streams applied one transaction at a time in this instance (see startup/consumer.ts); sub-batches of its
    * partitions that wait meanwhile go together into the next one (pipeline/coalesce.ts).
@@ -44,8 +46,11 @@ export interface ProjectorConsumer {
   /** Since when it has made no progress: with records waiting a commit or deliberate pause, else a fetch. */
   lastProgressAt(): number;
   assignment(): ReadonlyMap<string, readonly number[]>;
-  /** Resumes at once the partitions the catch-up hold paused for these streams, when it has lifted. */
-  releaseHeld(streams: Iterable<Stream>): void;
+  /**
+   * Resumes at once the partitions the catch-up hold paused for these streams: when it has lifted, or,
+   * given `before`, those whose first held record was written before it (it admits them now).
+   */
+  releaseHeld(streams: Iterable<Stream>, before?: number): void;
   /**
    * Per stream, the backlog this instance has seen on the source partitions it owns: the high
    * watermark of its last fetch minus its own position (past transaction markers and aborted records).
@@ -259,6 +264,6 @@ export function createProjectorConsumer(
     lastProgressAt: () => positions.lastProgressAt(fetchedAt),
     assignment: () => currentAssignment,
     lagSeen: () => positions.lagSeen(),
-    releaseHeld: (streams) => pauses.releaseHeld(streams),
+    releaseHeld: (streams, before) => pauses.releaseHeld(streams, before),
   };
 }

@@ -3,6 +3,7 @@ import { errorMessage } from "../../errors.js";
 import { createCoalescer } from "../../pipeline/coalesce.js";
 import {
   admitBatch,
+  admittedBefore,
   HOLD_PAUSE_MS,
   notDuePauseMs,
   onFailure,
@@ -92,8 +93,17 @@ export function createBatchApplier(
     ]),
   ) as Record<Stream, (topic: string, records: readonly SourceRecord[], maxRecords: number) => Promise<void>>;
 
-  const pauseFor = (payload: EachBatchPayload, ms: number, reason: PauseReason, heldStream?: Stream) =>
-    pauses.pauseUntil(payload.batch.topic, payload.batch.partition, payload.pause(), ms, reason, heldStream);
+  const pauseFor = (
+    payload: EachBatchPayload,
+    ms: number,
+    reason: PauseReason,
+    heldStream?: Stream,
+    heldFrom?: number,
+  ) =>
+    pauses.pauseUntil(payload.batch.topic, payload.batch.partition, payload.pause(), ms, reason, heldStream, heldFrom);
+  /** Holds the partition from its record `index` on, until the hold admits that record or lifts. */
+  const holdFrom = (payload: EachBatchPayload, stream: Stream, index: number) =>
+    pauseFor(payload, HOLD_PAUSE_MS, "catch-up-hold", stream, Number(payload.batch.messages[index]?.timestamp));
 
   async function eachBatch(payload: EachBatchPayload): Promise<void> {
     const { batch } = payload;
@@ -114,16 +124,24 @@ export function createBatchApplier(
       deps.metrics.setOldestUnapplied(batch.topic, batch.partition, oldest ?? null);
     };
     unappliedFrom(0);
-    if (admission === "hold") {
-      pauseFor(payload, HOLD_PAUSE_MS, "catch-up-hold", role.stream);
+    // Of a held batch, the records written before what they wait on was applied go ahead all the same.
+    const admitted =
+      admission === "hold"
+        ? admittedBefore(
+            batch.messages.map((message) => message.timestamp),
+            options.admitsBefore?.(role.stream) ?? Number.NEGATIVE_INFINITY,
+          )
+        : batch.messages.length;
+    if (admitted === 0) {
+      holdFrom(payload, role.stream, 0);
       return;
     }
-    deps.metrics.recordConsumed(batch.topic, batch.partition, batch.messages.length);
+    deps.metrics.recordConsumed(batch.topic, batch.partition, admitted);
     if (role.role === "source")
       positions.fetched(partitionKey, role.stream, Number(batch.highWatermark), Number(batch.messages[0]?.offset));
 
     payload.pause();
-    const lane = applyFetched(payload, role, unappliedFrom)
+    const lane = applyFetched(payload, role, unappliedFrom, admitted)
       .catch((error: unknown) => {
         deps.logger.warn(
           { topic: batch.topic, partition: batch.partition, error: errorMessage(error) },
@@ -139,15 +157,18 @@ export function createBatchApplier(
   }
 
   /**
-   * The lane's work: the batch's sub-batches in order. Says whether the partition is to be resumed
-   * now, or a timed pause (a failure's backoff, a retry not yet due) or a stop has taken it over.
+   * The lane's work: the sub-batches of the batch's first `admitted` records in order (the rest wait
+   * for the catch-up hold). Says whether the partition is to be resumed now, or a timed pause (a
+   * failure's backoff, a retry not yet due, the hold) or a stop has taken it over.
    */
   async function applyFetched(
     payload: EachBatchPayload,
     role: NonNullable<ReturnType<typeof roleOfTopic>>,
     unappliedFrom: (start: number) => void,
+    admitted: number,
   ): Promise<"resume" | "taken-over"> {
     const { batch } = payload;
+    const messages = admitted < batch.messages.length ? batch.messages.slice(0, admitted) : batch.messages;
     const partitionKey = `${batch.topic}/${batch.partition}`;
     // How many records a transaction may take, by what waits on the partition past `lastOffset`.
     const capPast = (lastOffset: string | undefined) =>
@@ -157,10 +178,10 @@ export function createBatchApplier(
         options.backlogBatchRecords ?? options.maxBatchRecords,
       );
     // Split as large as the partition's backlog allows past a caught-up transaction's worth of records.
-    const splitCap = capPast(batch.messages[Math.min(options.maxBatchRecords, batch.messages.length) - 1]?.offset);
-    for (const { start, end } of subBatches(batch.messages.length, splitCap)) {
+    const splitCap = capPast(messages[Math.min(options.maxBatchRecords, messages.length) - 1]?.offset);
+    for (const { start, end } of subBatches(messages.length, splitCap)) {
       if (!payload.isRunning() || payload.isStale() || !owns(batch.topic, batch.partition)) return "resume";
-      let chunk: readonly SourceRecord[] = batch.messages
+      let chunk: readonly SourceRecord[] = messages
         .slice(start, end)
         .map((m) => toSourceRecord(batch.topic, batch.partition, m));
       let waitUntil: number | undefined;
@@ -241,6 +262,11 @@ export function createBatchApplier(
         pauseFor(payload, notDuePauseMs(waitUntil, deps.clock.now()), "retry-not-due");
         return "taken-over";
       }
+    }
+    if (admitted < batch.messages.length) {
+      if (drained) return "taken-over";
+      holdFrom(payload, role.stream, admitted);
+      return "taken-over";
     }
     return "resume";
   }

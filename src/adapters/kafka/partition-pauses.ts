@@ -8,7 +8,8 @@ export interface PartitionPauses {
   /**
    * Pauses one partition for `ms` and says so: the paused-partition metric, and a log line with the
    * reason (a failure's own warning is logged where it happens; a retry that is not due yet is routine).
-   * `resume` is called when the time is up, or, for a hold on `heldStream`, when the hold lifts.
+   * `resume` is called when the time is up, or, for a hold on `heldStream`, when the hold lifts or
+   * admits records written before a time past `heldFrom`, the timestamp of the first record it holds.
    */
   pauseUntil(
     topic: string,
@@ -17,11 +18,15 @@ export interface PartitionPauses {
     ms: number,
     reason: PauseReason,
     heldStream?: Stream,
+    heldFrom?: number,
   ): void;
   /** Pauses, before the first fetch after a join, the partitions of streams the catch-up holds back. */
   holdOnJoin(assignment: Record<string, number[]>): void;
-  /** Resumes at once the partitions held for these streams. */
-  releaseHeld(streams: Iterable<Stream>): void;
+  /**
+   * Resumes at once the partitions held for these streams: all of them, or, given `before`, those
+   * whose first held record was written before it (or is not known).
+   */
+  releaseHeld(streams: Iterable<Stream>, before?: number): void;
   /** From now on nothing resumes or pauses a partition; pending pauses are dropped. */
   stop(): void;
 }
@@ -41,9 +46,11 @@ export function createPartitionPauses(deps: PartitionPausesDeps): PartitionPause
   // was not initialized" at a consumer that has left), whatever timer or hold release fires late.
   let stopping = false;
   const timers = new Set<NodeJS.Timeout>();
-  const heldPauses = new Map<NodeJS.Timeout, { stream: Stream; resume: () => void }>();
+  const heldPauses = new Map<NodeJS.Timeout, { stream: Stream; from: number; resume: () => void }>();
+  /** The partitions whose hold pause was logged, by the stream held: until that hold lifts. */
+  const heldLogged = new Map<string, Stream>();
 
-  const pauseUntil: PartitionPauses["pauseUntil"] = (topic, partition, resume, ms, reason, heldStream) => {
+  const pauseUntil: PartitionPauses["pauseUntil"] = (topic, partition, resume, ms, reason, heldStream, heldFrom) => {
     deps.onPaused(`${topic}/${partition}`);
     const resumeAndReport = () => {
       deps.metrics.setPaused(topic, partition, undefined);
@@ -55,14 +62,21 @@ export function createPartitionPauses(deps: PartitionPausesDeps): PartitionPause
       resumeAndReport();
     }, ms);
     timers.add(timer);
-    if (heldStream) heldPauses.set(timer, { stream: heldStream, resume: resumeAndReport });
+    if (heldStream)
+      heldPauses.set(timer, {
+        stream: heldStream,
+        from: heldFrom ?? Number.NEGATIVE_INFINITY,
+        resume: resumeAndReport,
+      });
     deps.metrics.setPaused(topic, partition, reason);
-    if (reason === "catch-up-hold")
+    // Said once per partition and hold: while a hold admits records as it goes, its partitions pause often.
+    if (reason === "catch-up-hold" && heldStream && heldLogged.get(`${topic}/${partition}`) !== heldStream) {
+      heldLogged.set(`${topic}/${partition}`, heldStream);
       deps.logger.info(
         { topic, partition, reason, pauseMs: ms, stream: heldStream },
         "partition paused: an upstream stream is catching up",
       );
-    else if (reason === "retry-not-due")
+    } else if (reason === "retry-not-due")
       deps.logger.debug({ topic, partition, reason, pauseMs: ms }, "partition paused until its next retry is due");
   };
 
@@ -85,11 +99,13 @@ export function createPartitionPauses(deps: PartitionPausesDeps): PartitionPause
         }
       }
     },
-    releaseHeld(streams) {
+    releaseHeld(streams, before = Number.POSITIVE_INFINITY) {
       if (stopping) return;
       const lifted = new Set(streams);
-      for (const [timer, { stream, resume }] of heldPauses) {
-        if (!lifted.has(stream)) continue;
+      if (before === Number.POSITIVE_INFINITY)
+        for (const [key, stream] of heldLogged) if (lifted.has(stream)) heldLogged.delete(key);
+      for (const [timer, { stream, from, resume }] of heldPauses) {
+        if (!lifted.has(stream) || !(Number.isNaN(from) || from < before)) continue;
         clearTimeout(timer);
         timers.delete(timer);
         heldPauses.delete(timer);
