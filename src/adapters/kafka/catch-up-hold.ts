@@ -20,7 +20,7 @@ export const HOLDING_CHECK_MS = 250;
  * How long each partition's end-offset looks are kept: beyond the hold's window, they say up to when
  * an upstream stream that is behind has been applied (catch-up.ts appliedThrough).
  */
-export const LOOKS_KEPT_MS = 300_000;
+const LOOKS_KEPT_MS = 300_000;
 
 /** Waits `ms`; rejects when `signal` aborts (the hold stopped). */
 export type Sleep = (ms: number, signal: AbortSignal) => Promise<void>;
@@ -59,8 +59,9 @@ const unknownAdmits: Readonly<Record<Stream, number>> = {
  * offsets and the end offsets seen over the last `limits.seconds` (what tells a backlog from records
  * in flight). A held stream is not stopped outright: its records written before the time up to which
  * what they wait on has been applied go ahead (admitsBefore), and each check that moves that time on
- * says so (onAdvanced), so the held partitions waiting on it are fetched again. Checked every second, every quarter second while something is held, and after each commit
- * upstream of a held stream, so that the next stage starts as soon as the group's lag allows it.
+ * says so (onAdvanced), so the held partitions waiting on it are fetched again. Checked every second,
+ * every quarter second while something is held, and after each commit upstream of a held stream, so
+ * that the next stage starts as soon as the group's lag allows it.
  * Overlapping requests for a check share one, followed by at most one more. While the instance's own
  * partitions still show enough backlog to keep everything held, those frequent checks are answered
  * without the broker (a check is a dozen admin requests); the broker is still asked every second.
