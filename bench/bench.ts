@@ -63,6 +63,7 @@ import {
 } from "./lib/direct.js";
 import { freshnessRates } from "./lib/freshness.js";
 import { watchLongTransactions } from "./lib/long-transactions.js";
+import { prepareProjector } from "./lib/projector.js";
 import { ceilingSweep } from "./loads/ceiling.js";
 import { runDependencyOrder } from "./loads/dependency-order.js";
 import { runFreshness } from "./loads/freshness.js";
@@ -82,6 +83,11 @@ async function main(): Promise<void> {
   const runId = started.toISOString().replace(/[-:]/g, "").replace(/\..*/, "").replace("T", "-");
   const { useLocalStackUnlessConfigured } = await import("../stack/api.js");
   const usedLocalStack = await useLocalStackUnlessConfigured(process.env, say);
+  say(
+    `compiling the projector${process.env.BENCH_PROJECTOR_DIR ? ` of ${process.env.BENCH_PROJECTOR_DIR}` : ""} as the image does`,
+  );
+  const removeBuild = await prepareProjector();
+  atExit.push(async () => removeBuild());
   const prefix = `bench-${runId}`;
   const baseEnv: Record<string, string> = {
     KAFKA_BROKERS: process.env.KAFKA_BROKERS as string,

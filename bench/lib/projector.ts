@@ -4,6 +4,7 @@ import path from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { rssKiBOf, stopChild, tracked } from "./child.js";
+import { buildProjector } from "./projector-build.js";
 import { parseMetrics, type Sample } from "./prom.js";
 
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -21,12 +22,35 @@ export interface ProjectorProcess {
   stop(): Promise<number | null>;
 }
 
+/** Where `startProjector` runs `bin/agent-graph-projector.js`: set by `prepareProjector`. */
+let builtDir: string | undefined;
+
+/**
+ * Compiles the projector every later `startProjector` runs: this checkout's, or with
+ * `BENCH_PROJECTOR_DIR` another checkout's (with its `node_modules`), measured against this one's
+ * stack and loads. `BENCH_PROJECTOR_FROM_SOURCE=1` runs the source through tsx instead, as earlier
+ * rounds measured it. Returns the clean-up that removes the build.
+ */
+export async function prepareProjector(): Promise<() => void> {
+  const sourceDir = process.env.BENCH_PROJECTOR_DIR || REPO_ROOT;
+  if (process.env.BENCH_PROJECTOR_FROM_SOURCE === "1") {
+    if (fs.existsSync(path.join(sourceDir, "dist")))
+      throw new Error(`${sourceDir}/dist exists: bin/ would run it rather than the source`);
+    builtDir = sourceDir;
+    return () => {};
+  }
+  const build = await buildProjector(sourceDir);
+  builtDir = build.dir;
+  return build.remove;
+}
+
 export function startProjector(env: Record<string, string>, label: string): ProjectorProcess {
+  if (!builtDir) throw new Error("startProjector before prepareProjector: there is no build to run");
   const child: ChildProcess = tracked(
-    // BENCH_PROJECTOR_DIR: another checkout's build, measured against this one's stack and loads.
     spawn(process.execPath, ["bin/agent-graph-projector.js", "run"], {
-      cwd: process.env.BENCH_PROJECTOR_DIR || REPO_ROOT,
-      env: { ...process.env, ...env, METRICS_PORT: "0", METRICS_HOST: "127.0.0.1" },
+      cwd: builtDir,
+      // NODE_ENV as the image sets it; NODE_OPTIONS comes with the run's environment.
+      env: { ...process.env, NODE_ENV: "production", ...env, METRICS_PORT: "0", METRICS_HOST: "127.0.0.1" },
       stdio: ["ignore", "pipe", "pipe"],
     }),
   );
