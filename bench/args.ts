@@ -34,6 +34,7 @@ const OPTIONS = {
   "freshness-rates": { type: "string", default: "0.5,0.9" },
   "freshness-rps": { type: "string" },
   "freshness-capacity": { type: "string" },
+  "load-producer": { type: "string" },
   env: { type: "string", multiple: true, default: [] },
   "compare-env": { type: "string", multiple: true, default: [] },
   label: { type: "string", default: "" },
@@ -66,6 +67,7 @@ peer       --skip-peer   --peer-config BATCHxTASKS (Neo4j's Kafka connector)   -
 soak       --soak-minutes N (10; 0 skips)   --soak-rate R (500 records/s)
 freshness  --skip-freshness   --freshness-seconds N   --freshness-warmup N   --freshness-rates 0.5,0.9
            --freshness-rps R1,R2   --freshness-capacity R
+           --load-producer java|kafkajs (the steady loads' producer; java where the stack's Kafka jars are)
 leftovers  --keep-topics   --keep-graph
 `;
 

@@ -16,6 +16,7 @@
  * Results go to bench/results/<timestamp>.json and bench/results/latest.svg (bench/README.md).
  */
 import path from "node:path";
+import type { Producer } from "kafkajs";
 import neo4j from "neo4j-driver";
 import { ensureTopics, topicSpecs } from "../src/adapters/kafka/admin.js";
 import { createKafka, createProducer } from "../src/adapters/kafka/client.js";
@@ -23,7 +24,7 @@ import { publishEvents } from "../src/adapters/kafka/event-publisher.js";
 import { createGraphWriter } from "../src/adapters/neo4j/graph-writer.js";
 import { registerFindingSchema } from "../src/adapters/registry/findings-subject.js";
 import { createSchemaRegistry, registerSchemas } from "../src/adapters/registry/schema-registry.js";
-import { loadConfig } from "../src/config.js";
+import { type Config, loadConfig } from "../src/config.js";
 import { errorMessage } from "../src/errors.js";
 import { createLogger } from "../src/logger.js";
 import { noopMetrics } from "../src/ports.js";
@@ -62,6 +63,7 @@ import {
   wipeGraph,
 } from "./lib/direct.js";
 import { freshnessRates } from "./lib/freshness.js";
+import { javaLoadProducer, kafkajsLoadProducer, type LoadProducer } from "./lib/load-producer.js";
 import { watchLongTransactions } from "./lib/long-transactions.js";
 import { prepareProjector } from "./lib/projector.js";
 import { ceilingSweep } from "./loads/ceiling.js";
@@ -81,7 +83,7 @@ import type { DependencyOrderRun, FreshnessResult, RunResult } from "./results.j
 async function main(): Promise<void> {
   const started = new Date();
   const runId = started.toISOString().replace(/[-:]/g, "").replace(/\..*/, "").replace("T", "-");
-  const { useLocalStackUnlessConfigured } = await import("../stack/api.js");
+  const { useLocalStackUnlessConfigured, stackKafkaClient } = await import("../stack/api.js");
   const usedLocalStack = await useLocalStackUnlessConfigured(process.env, say);
   say(
     `compiling the projector${process.env.BENCH_PROJECTOR_DIR ? ` of ${process.env.BENCH_PROJECTOR_DIR}` : ""} as the image does`,
@@ -205,12 +207,14 @@ async function main(): Promise<void> {
     "outcome-created": log.outcomes.length,
     "escalation-edge": log.escalations.length,
   };
+  const openLoadProducer = chooseLoadProducer(config, producer, stackKafkaClient());
   const run: BenchRun = {
     config,
     prefix,
     baseEnv,
     admin,
     producer,
+    openLoadProducer,
     registry,
     driver,
     database,
@@ -433,6 +437,27 @@ async function main(): Promise<void> {
   await admin.disconnect();
   await driver.close();
 }
+/**
+ * The steady loads' producer: Kafka's Java client where the local stack's jars are at hand and the
+ * brokers are plaintext, kafkajs otherwise, or as `--load-producer` says. The Java client takes
+ * about a fifth of kafkajs's CPU per record, on the cores the projector and Neo4j share.
+ */
+function chooseLoadProducer(
+  config: Config,
+  producer: Producer,
+  stackClient: { java: string; classpath: string } | undefined,
+): () => LoadProducer {
+  const java = !config.kafka.ssl && !config.kafka.sasl ? stackClient : undefined;
+  const choice = flags["load-producer"] ?? (java ? "java" : "kafkajs");
+  if (choice === "kafkajs") return () => kafkajsLoadProducer(producer);
+  if (choice !== "java") throw new Error(`--load-producer ${choice}: java or kafkajs`);
+  if (!java)
+    throw new Error(
+      "--load-producer java needs plaintext brokers and the local stack's Kafka jars (npm run stack:up fetches them)",
+    );
+  return () => javaLoadProducer(java.java, java.classpath, config.kafka.brokers.join(","));
+}
+
 /** Clean-ups that also run when the bench fails half-way. */
 const atExit: (() => Promise<void>)[] = [];
 

@@ -46,6 +46,8 @@ export interface FreshnessResult {
   readonly seconds: number;
   readonly published: number;
   readonly achievedRate: number;
+  /** What published the load (lib/load-producer.ts); absent in results from before it could be Java: kafkajs. */
+  readonly loadProducer?: "java" | "kafkajs";
   readonly drainSeconds: number;
   /** Records no commit had covered when the drain gave up (2 min), counted at that time (a lower bound): 0 unless overloaded. */
   readonly unsettledAtEnd: number;

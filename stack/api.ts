@@ -5,7 +5,7 @@ import { asLaunched, fingerprint, ownedPid, recordLaunch, StackError, waitReady,
 import { CommandError } from "./lib/build.js";
 import { portIsFree } from "./lib/ports.js";
 import { rssKiB, spawnDetached, terminate } from "./lib/process.js";
-import { type KafkaQuorum, kafkaDefs, kafkaQuorum, setScramPassword } from "./servers/kafka.js";
+import { type KafkaQuorum, kafkaClient, kafkaDefs, kafkaQuorum, setScramPassword } from "./servers/kafka.js";
 import { type ServerContext, type ServerDef, serverPaths, unitOf } from "./servers/types.js";
 import { defsOf, knownDefsOf, knownKafkaDefs } from "./units.js";
 
@@ -247,6 +247,11 @@ export async function stackStatus(opts: StackOptions = {}): Promise<StackStatus>
 /** The Kafka quorum of this stack (which node is the active controller); see kafkaQuorum. */
 export async function stackKafkaQuorum(opts: StackOptions = {}): Promise<KafkaQuorum> {
   return kafkaQuorum(loadConfig(opts.env));
+}
+
+/** The JVM and classpath of Kafka's Java client as the stack fetched it, or undefined (see kafkaClient). */
+export function stackKafkaClient(opts: StackOptions = {}): { java: string; classpath: string } | undefined {
+  return kafkaClient(loadConfig(opts.env));
 }
 
 /** Creates a SCRAM-SHA-512 user of the secured listener or changes its password (secured mode only). */

@@ -7,11 +7,9 @@
  */
 
 import os from "node:os";
-import type { Message } from "kafkajs";
-import { sendBatchAtLeastOnce } from "../../src/adapters/kafka/client.js";
-import { publishEvents, streamOf, toMessage } from "../../src/adapters/kafka/event-publisher.js";
+import { keyOf, publishEvents, streamOf } from "../../src/adapters/kafka/event-publisher.js";
 import { fetchLag } from "../../src/adapters/kafka/group-admin.js";
-import type { EscalationEdge, OutcomeCreated, ProjectorEvent } from "../../src/model/events.js";
+import type { EscalationEdge, OutcomeCreated } from "../../src/model/events.js";
 import type { Stream } from "../../src/topics.js";
 import { generateEventLog, prng } from "../../workload/generate.js";
 import { FRESHNESS_SECONDS, FRESHNESS_WARMUP, nullable, round, SEED, say, sleep } from "../args.js";
@@ -29,6 +27,7 @@ import {
   sampleDelta,
   weightedQuantile,
 } from "../lib/freshness.js";
+import { framedEncoder } from "../lib/load-producer.js";
 import { startProjector } from "../lib/projector.js";
 import { histogramQuantile, type Sample, statementTimes, total, totalsBy } from "../lib/prom.js";
 import type { FreshnessResult } from "../results.js";
@@ -51,6 +50,8 @@ export async function runFreshness(
   await publishEvents(producer, registry, freshIds, freshNames, log.registry, () => {}, 5000);
   const pool = generateEventLog(SEED + 5 + runNo, { ...size, outcomes: 20_000, escalations: 0 }).outcomes;
   const random = prng(SEED + 20 + runNo);
+  const loadProducer = run.openLoadProducer();
+  const encode = framedEncoder(freshIds);
   const group = `${prefix}-${label}`;
   const child = startProjector(
     {
@@ -72,7 +73,7 @@ export async function runFreshness(
   const escalationShare = 0.2;
   say(
     `freshness ${runNo}: ${rate} records/s${fractionOfCapacity !== null ? ` (${fractionOfCapacity} of ${freshnessCapacity} measured)` : ""}, ` +
-      `${warmupSeconds} s warm-up then ${FRESHNESS_SECONDS} s measured; load average ${os
+      `${warmupSeconds} s warm-up then ${FRESHNESS_SECONDS} s measured, published with ${loadProducer.kind}; load average ${os
         .loadavg()
         .map((l) => round(l, 2))
         .join(" ")}`,
@@ -143,14 +144,18 @@ export async function runFreshness(
     if (tickStart >= measureUntil) break;
     if (!measuring && tickStart >= measureFrom) {
       before = await child.scrape();
-      meter = cpuMeter({ ...servers, projector: child.pid });
+      meter = cpuMeter({
+        ...servers,
+        projector: child.pid,
+        ...(loadProducer.pid ? { "load producer": loadProducer.pid } : {}),
+      });
       measuring = true;
     }
     const elapsed = Date.now() - loadStart;
     // Records due by now minus those already sent: a slow send is caught up by the next tick.
     const due = recordsDue(rate, Math.min(elapsed, measureUntil - loadStart)) - k;
     const now = Date.now();
-    const batch: ProjectorEvent[] = [];
+    const batch: (OutcomeCreated | EscalationEdge)[] = [];
     // Escalations between outcomes published 2 to 30 s earlier (10% redelivered copies), once
     // there is such a history; the rest outcomes, stamped with the time they are published.
     while (head < recent.length && (recent[head] as { at: number }).at < now - 30_000) head++;
@@ -200,20 +205,17 @@ export async function runFreshness(
       byAgent.add(base.agent_id, id, now);
     }
     k += due;
-    // In requests of at most 2,000 records, as publishEvents sends them: a tick that fell behind would
+    // In sends of at most 2,000 records, as publishEvents sends them: a tick that fell behind would
     // otherwise put more than a partition's 1 MiB message.max.bytes in one record batch.
     for (let start = 0; start < batch.length; start += REQUEST_RECORDS) {
-      const byTopic = new Map<string, Message[]>();
-      for (const event of batch.slice(start, start + REQUEST_RECORDS)) {
-        const topic = freshNames.source[streamOf(event)];
-        const messages = byTopic.get(topic) ?? [];
-        messages.push(await toMessage(registry, freshIds, event));
-        byTopic.set(topic, messages);
-      }
-      const metadata = await sendBatchAtLeastOnce(producer, {
-        topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
-      });
-      if (measuring) for (const m of metadata) tracker.add(m.topicName, m.partition, Number(m.baseOffset), now);
+      const records = batch.slice(start, start + REQUEST_RECORDS).map((event) => ({
+        topic: freshNames.source[streamOf(event)],
+        key: keyOf(event),
+        value: encode(event),
+        timestamp: now,
+      }));
+      for (const placed of await loadProducer.send(records))
+        if (measuring) tracker.add(placed.topic, placed.partition, placed.firstOffset, now);
     }
     if (measuring) published += batch.length;
     if (Date.now() - lastReport > 15_000) {
@@ -234,6 +236,8 @@ export async function runFreshness(
   await scraper;
   const unsettledAtEnd = tracker.settleRemaining(Date.now());
   const cpuSeconds = meter?.since() ?? {};
+  // After the CPU reading: the Java producer's process is gone once closed.
+  await loadProducer.close();
   const after = await child.scrape();
   const window = sampleDelta(after, before);
   const peak = child.rssKiB();
@@ -264,6 +268,7 @@ export async function runFreshness(
     seconds: FRESHNESS_SECONDS,
     published,
     achievedRate: Math.round(published / publishedSeconds),
+    loadProducer: loadProducer.kind,
     drainSeconds: round(drainSeconds, 1),
     unsettledAtEnd,
     offsetPollErrors: pollErrors,

@@ -10,6 +10,7 @@ import type { ProjectorEvent } from "../../src/model/events.js";
 import { type Stream, type TopicNames, topicNames } from "../../src/topics.js";
 import type { EventLog, WorkloadSize } from "../../workload/generate.js";
 import { PARTITIONS } from "../args.js";
+import type { LoadProducer } from "../lib/load-producer.js";
 
 /** What every load of one benchmark run shares: its clients, names and the workload published before any clock starts. */
 export interface BenchRun {
@@ -20,6 +21,8 @@ export interface BenchRun {
   readonly baseEnv: Record<string, string>;
   readonly admin: Admin;
   readonly producer: Producer;
+  /** The steady loads' producer, one per load (lib/load-producer.ts). */
+  openLoadProducer(): LoadProducer;
   readonly registry: SchemaRegistry;
   readonly driver: Driver;
   readonly database: string;

@@ -382,6 +382,17 @@ export interface KafkaQuorum {
 }
 
 /**
+ * The JVM and the broker jars' classpath (Kafka's Java client among them), once the stack's Kafka has
+ * been fetched; undefined before. The bench's steady loads publish through that client.
+ */
+export function kafkaClient(cfg: StackConfig): { java: string; classpath: string } | undefined {
+  const jars = fs.existsSync(LIB) ? fs.readdirSync(LIB) : [];
+  return jars.some((jar) => /^kafka-clients-.*\.jar$/.test(jar))
+    ? { java: cfg.java, classpath: classpath() }
+    : undefined;
+}
+
+/**
  * The KRaft quorum as the controllers describe it (stack/kafka/QuorumStatus.java, with the broker
  * jars; a JVM start, so a few seconds): which node is the active controller.
  */

@@ -1,0 +1,98 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { framedEncoder, javaLoadProducer, type LoadPlacement, type LoadRecord } from "../../bench/lib/load-producer.js";
+import { readTopicsToEnd } from "../../src/adapters/kafka/read-topic.js";
+import type { EscalationEdge, OutcomeCreated } from "../../src/model/events.js";
+import { stackKafkaClient } from "../../stack/api.js";
+import { escalation, outcome } from "../support/builders.js";
+import { Harness } from "../support/harness.js";
+
+// The bench's steady loads publish through Kafka's Java client, fed records it did not encode itself:
+// what lands on the topics must be what the registry client would have framed, under the keys and
+// times given, and the offsets it reports are what the bench's freshness cohorts start from.
+const client = stackKafkaClient();
+
+describe.skipIf(!client)("the bench's Java load producer (Kafka's Java client, local stack only)", () => {
+  let harness: Harness;
+  beforeAll(async () => {
+    harness = await Harness.create("load-producer");
+  });
+  afterAll(async () => harness?.close());
+
+  it("publishes the bench's framed records as given and reports each partition's first offset", async () => {
+    const ids = {
+      "registry-mutation": await harness.registry.getLatestSchemaId(
+        `${harness.names.source["registry-mutation"]}-value`,
+      ),
+      "outcome-created": await harness.registry.getLatestSchemaId(`${harness.names.source["outcome-created"]}-value`),
+      "escalation-edge": await harness.registry.getLatestSchemaId(`${harness.names.source["escalation-edge"]}-value`),
+    };
+    const encode = framedEncoder(ids);
+    const outcomes = Array.from({ length: 40 }, (_, n) => outcome(`out-${n}`, `agt-${n % 7}`));
+    const edge = escalation("out-1", "out-2");
+    // The registry client's own framing of the same events: the bytes must be identical.
+    for (const event of [outcomes[0] as OutcomeCreated, edge])
+      expect(encode(event).equals((await harness.encode(event)).value as Buffer)).toBe(true);
+
+    const topicOf = (event: OutcomeCreated | EscalationEdge) =>
+      harness.names.source[event.kind === "outcome-created" ? "outcome-created" : "escalation-edge"];
+    const recordOf = (event: OutcomeCreated | EscalationEdge, timestamp: number): LoadRecord => ({
+      topic: topicOf(event),
+      key: event.kind === "outcome-created" ? event.outcome_id : event.source_outcome_id,
+      value: encode(event),
+      timestamp,
+    });
+    const producer = javaLoadProducer(
+      client?.java as string,
+      client?.classpath as string,
+      harness.env.KAFKA_BROKERS as string,
+    );
+    let first: LoadPlacement[];
+    let second: LoadPlacement[];
+    try {
+      first = await producer.send([
+        ...outcomes.slice(0, 30).map((o) => recordOf(o, 1_790_000_000_000)),
+        recordOf(edge, 1_790_000_000_001),
+      ]);
+      second = await producer.send(outcomes.slice(30).map((o) => recordOf(o, 1_790_000_000_500)));
+    } finally {
+      await producer.close();
+    }
+
+    const read: { topic: string; partition: number; offset: number; key: string; value: Buffer; timestamp: number }[] =
+      [];
+    const topics = [harness.names.source["outcome-created"], harness.names.source["escalation-edge"]];
+    await readTopicsToEnd(harness.kafka, topics, (record) =>
+      read.push({
+        topic: record.topic,
+        partition: record.partition,
+        offset: Number(record.offset),
+        key: record.key?.toString() ?? "",
+        value: record.value as Buffer,
+        timestamp: Number(record.timestamp),
+      }),
+    );
+    expect(read).toHaveLength(41);
+    for (const event of [...outcomes, edge]) {
+      const key = event.kind === "outcome-created" ? event.outcome_id : event.source_outcome_id;
+      const found = read.find((r) => r.topic === topicOf(event) && r.key === key);
+      expect(found?.value.equals(encode(event)), key).toBe(true);
+    }
+    expect(read.find((r) => r.key === "out-35")?.timestamp).toBe(1_790_000_000_500);
+    expect(read.find((r) => r.topic === topicOf(edge))?.timestamp).toBe(1_790_000_000_001);
+
+    // Each send's first offset per partition is where that send's records begin there.
+    const firstOf = (records: typeof read) => {
+      const firsts = new Map<string, number>();
+      for (const r of records) {
+        const slot = `${r.topic}/${r.partition}`;
+        firsts.set(slot, Math.min(firsts.get(slot) ?? Number.POSITIVE_INFINITY, r.offset));
+      }
+      return firsts;
+    };
+    const asMap = (placements: LoadPlacement[]) =>
+      new Map(placements.map((p) => [`${p.topic}/${p.partition}`, p.firstOffset]));
+    const sentSecond = new Set(outcomes.slice(30).map((o) => o.outcome_id));
+    expect(asMap(first)).toEqual(firstOf(read.filter((r) => !sentSecond.has(r.key))));
+    expect(asMap(second)).toEqual(firstOf(read.filter((r) => sentSecond.has(r.key))));
+  });
+});
