@@ -109,7 +109,7 @@ export async function writeReport(input: ReportInput): Promise<void> {
     peerRecordsPerSecond: peerRuns.length > 0 ? median(peerRuns.map((r) => r.recordsPerSecond)) : null,
     projectorOverPeer:
       peerRuns.length > 0 ? round(projectorRate / median(peerRuns.map((r) => r.recordsPerSecond)), 2) : null,
-    /** Each turn's projector run over the peer run that followed it: the ratios to read on a noisy machine. */
+    /** Each turn's projector run over the same turn's peer run: the ratios to read on a noisy machine. */
     projectorOverPeerPerTurn: peerRuns.map((peer, i) => {
       const projector = single[i];
       return projector ? round(projector.recordsPerSecond / peer.recordsPerSecond, 2) : null;
