@@ -85,9 +85,10 @@ async function main(): Promise<void> {
   const runId = started.toISOString().replace(/[-:]/g, "").replace(/\..*/, "").replace("T", "-");
   const { useLocalStackUnlessConfigured, stackKafkaClient } = await import("../stack/api.js");
   const usedLocalStack = await useLocalStackUnlessConfigured(process.env, say);
-  say(
-    `compiling the projector${process.env.BENCH_PROJECTOR_DIR ? ` of ${process.env.BENCH_PROJECTOR_DIR}` : ""} as the image does`,
-  );
+  if (process.env.BENCH_PROJECTOR_FROM_SOURCE !== "1")
+    say(
+      `compiling the projector${process.env.BENCH_PROJECTOR_DIR ? ` of ${process.env.BENCH_PROJECTOR_DIR}` : ""} as the image does`,
+    );
   const removeBuild = await prepareProjector();
   atExit.push(async () => removeBuild());
   const prefix = `bench-${runId}`;
@@ -440,8 +441,9 @@ async function main(): Promise<void> {
 }
 /**
  * The steady loads' producer: Kafka's Java client where the local stack's jars are at hand and the
- * brokers are plaintext, kafkajs otherwise, or as `--load-producer` says. The Java client takes
- * about a fifth of kafkajs's CPU per record, on the cores the projector and Neo4j share.
+ * brokers are plaintext, kafkajs otherwise, or as `--load-producer` says. With the Java client the
+ * bench and its producer take about half the CPU per record that kafkajs did (bench/README.md,
+ * twentieth round), on the cores the projector and Neo4j share.
  */
 function chooseLoadProducer(
   config: Config,
