@@ -10,13 +10,25 @@
  * are none. A record without a usable timestamp counts from `fetchedAtMs`, when we saw it first.
  */
 export function oldestUnapplied(records: readonly { timestamp: string }[], fetchedAtMs: number): number | undefined {
-  let oldest: number | undefined;
-  for (const { timestamp } of records) {
-    const ms = Number(timestamp);
-    const at = Number.isFinite(ms) && ms >= 0 ? ms : fetchedAtMs;
-    if (oldest === undefined || at < oldest) oldest = at;
+  return oldestUnappliedFrom(records, fetchedAtMs)(0);
+}
+
+/**
+ * `oldestUnapplied` of each tail of `records`: the function returned gives that of
+ * `records.slice(start)`. One pass over the batch, however many sub-batches it is applied in.
+ */
+export function oldestUnappliedFrom(
+  records: readonly { timestamp: string }[],
+  fetchedAtMs: number,
+): (start: number) => number | undefined {
+  const oldest = new Array<number>(records.length);
+  let min = Number.POSITIVE_INFINITY;
+  for (let i = records.length - 1; i >= 0; i--) {
+    const ms = Number((records[i] as { timestamp: string }).timestamp);
+    min = Math.min(min, Number.isFinite(ms) && ms >= 0 ? ms : fetchedAtMs);
+    oldest[i] = min;
   }
-  return oldest;
+  return (start) => oldest[start];
 }
 
 /**

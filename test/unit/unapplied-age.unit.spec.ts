@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ageSeconds, oldestUnapplied } from "../../src/pipeline/unapplied-age.js";
+import { ageSeconds, oldestUnapplied, oldestUnappliedFrom } from "../../src/pipeline/unapplied-age.js";
 
 const records = (...timestamps: string[]) => timestamps.map((timestamp) => ({ timestamp }));
 
@@ -7,6 +7,14 @@ describe("the oldest unapplied record's age", () => {
   it("takes the oldest Kafka timestamp of the records still to apply, in whatever order they carry them", () => {
     expect(oldestUnapplied(records("1000", "900", "1100"), 5_000)).toBe(900);
     expect(oldestUnapplied(records("1000", "900", "1100").slice(2), 5_000)).toBe(1100);
+  });
+
+  it("gives each tail of a batch applied sub-batch by sub-batch what a scan of that tail gives", () => {
+    const batch = records("1000", "900", "-1", "1100", "950", "1200");
+    const from = oldestUnappliedFrom(batch, 5_000);
+    for (let start = 0; start <= batch.length; start++)
+      expect(from(start), `from ${start}`).toBe(oldestUnapplied(batch.slice(start), 5_000));
+    expect([0, 2, 3, 5, 6].map(from)).toEqual([900, 950, 950, 1200, undefined]);
   });
 
   it("has nothing to say when nothing waits", () => {

@@ -12,7 +12,7 @@ import {
   transactionCap,
 } from "../../pipeline/partition-policy.js";
 import { type PartitionPositions, positionAfter } from "../../pipeline/partition-positions.js";
-import { oldestUnapplied } from "../../pipeline/unapplied-age.js";
+import { oldestUnappliedFrom } from "../../pipeline/unapplied-age.js";
 import type { PauseReason, SourceRecord } from "../../ports.js";
 import { roleOfTopic, STREAMS, type Stream, type TopicNames } from "../../topics.js";
 import type { ConsumerDeps, ConsumerOptions } from "./consumer.js";
@@ -118,10 +118,9 @@ export function createBatchApplier(
     if (!role || admission === "ignore") return;
     // A source partition's fetched records age until applied (a held batch too: it is fetched again).
     const fetchedAt = deps.clock.now();
+    const oldestFrom = role.role === "source" ? oldestUnappliedFrom(batch.messages, fetchedAt) : undefined;
     const unappliedFrom = (start: number) => {
-      if (role.role !== "source") return;
-      const oldest = oldestUnapplied(batch.messages.slice(start), fetchedAt);
-      deps.metrics.setOldestUnapplied(batch.topic, batch.partition, oldest ?? null);
+      if (oldestFrom) deps.metrics.setOldestUnapplied(batch.topic, batch.partition, oldestFrom(start) ?? null);
     };
     unappliedFrom(0);
     // Of a held batch, the records written before what they wait on was applied go ahead all the same.
