@@ -23,7 +23,7 @@ export async function instanceMidBatch(
     const { records } = await showTransactions(
       harness.driver,
       "SHOW TRANSACTIONS YIELD currentQuery, parameters, clientAddress " +
-        "WHERE (currentQuery CONTAINS '$row_columns' OR currentQuery CONTAINS 'UNWIND $rows') " +
+        "WHERE (currentQuery CONTAINS '$row_count' OR currentQuery CONTAINS 'UNWIND $rows') " +
         "AND ($minRows = 0 OR coalesce(parameters.row_count, size(parameters.rows)) > $minRows) " +
         "RETURN clientAddress",
       { minRows: neo4j.int(minRows) },

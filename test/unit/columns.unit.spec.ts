@@ -1,11 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { ROWS_CLAUSE, rowsAsColumns } from "../../src/cypher/columns.js";
+import { ROWS_CLAUSE, rowsAsColumns, STRING_SEPARATOR } from "../../src/cypher/columns.js";
 
-/** The rows a rewritten statement rebuilds, evaluated the way its list comprehension does. */
+/** The rows a rewritten statement rebuilds, evaluated the way its list comprehensions do. */
 function rebuiltRows(params: Readonly<Record<string, unknown>>, keys: readonly string[]) {
   const columns = params.row_columns as Record<string, unknown[]>;
+  const strings = (params.row_strings ?? {}) as Record<string, string>;
+  const split = Object.fromEntries(
+    Object.entries(strings).map(([key, joined]) => [key, joined.split(params.row_separator as string)]),
+  );
   return Array.from({ length: params.row_count as number }, (_, index) =>
-    Object.fromEntries(keys.map((key) => [key, (columns[key] as unknown[])[index]])),
+    Object.fromEntries(keys.map((key) => [key, ((split[key] ?? columns[key]) as unknown[])[index]])),
   );
 }
 
@@ -29,18 +33,42 @@ describe("rows sent as columns", () => {
       row_count: 3,
       row_columns: {
         i: [0, 1, 2],
-        outcome_id: ["o-1", "o-2", "o-3"],
         status: ["ok", null, "failed"],
         meta: [{ a: 1 }, { a: 2 }, null],
       },
+      row_strings: { outcome_id: `o-1${STRING_SEPARATOR}o-2${STRING_SEPARATOR}o-3` },
+      row_separator: STRING_SEPARATOR,
     });
     expect(rebuiltRows(sent.params, ["i", "outcome_id", "status", "meta"])).toEqual(rows);
     expect(sent.cypher).not.toContain("$rows");
     expect(sent.cypher).toContain(
-      "UNWIND [row_index IN range(0, $row_count - 1) | {`i`: $row_columns.`i`[row_index], `outcome_id`: $row_columns.`outcome_id`[row_index], `status`: $row_columns.`status`[row_index], `meta`: $row_columns.`meta`[row_index]}] AS row",
+      "UNWIND [row_strings IN [{`outcome_id`: split($row_strings.`outcome_id`, $row_separator)}] | [row_index IN range(0, $row_count - 1) | {`i`: $row_columns.`i`[row_index], `outcome_id`: row_strings.`outcome_id`[row_index], `status`: $row_columns.`status`[row_index], `meta`: $row_columns.`meta`[row_index]}]][0] AS row",
     );
     // Everything after the clause is the statement's own text.
     expect(sent.cypher.split(" AS row\n")[1]).toBe(STATEMENT.split(`${ROWS_CLAUSE}\n`)[1]);
+  });
+
+  it("sends a column of strings as one joined string, unless a value holds the separator", () => {
+    const rows = [
+      { i: 0, id: "", name: `a${STRING_SEPARATOR}b` },
+      { i: 1, id: "é-𝄞", name: "c" },
+      { i: 2, id: "", name: "d" },
+    ];
+    const sent = rowsAsColumns(STATEMENT, { rows });
+    expect(sent.params.row_strings).toEqual({ id: `${STRING_SEPARATOR}é-𝄞${STRING_SEPARATOR}` });
+    expect((sent.params.row_columns as Record<string, unknown>).name).toEqual([`a${STRING_SEPARATOR}b`, "c", "d"]);
+    expect(rebuiltRows(sent.params, ["i", "id", "name"])).toEqual(rows);
+  });
+
+  it("lists every column when none is all strings, as before", () => {
+    const sent = rowsAsColumns(STATEMENT, {
+      rows: [
+        { i: 0, s: null },
+        { i: 1, s: "x" },
+      ],
+    });
+    expect(sent.params).toEqual({ row_count: 2, row_columns: { i: [0, 1], s: [null, "x"] } });
+    expect(sent.cypher).toContain("UNWIND [row_index IN range(0, $row_count - 1) | {");
   });
 
   it("keeps one rewritten text per statement and key set", () => {
@@ -81,7 +109,11 @@ describe("rows sent as columns", () => {
     for (const cypher of [`${STATEMENT}\nWITH size($rows) AS n RETURN n`, "UNWIND $rows AS r RETURN r.i"]) {
       expect(rowsAsColumns(cypher, { rows }).cypher).toBe(cypher);
     }
-    const clashing = { rows, row_count: 7 };
-    expect(rowsAsColumns(STATEMENT, clashing).params).toBe(clashing);
+    for (const clashing of [
+      { rows, row_count: 7 },
+      { rows, row_separator: "," },
+      { rows, row_strings: {} },
+    ])
+      expect(rowsAsColumns(STATEMENT, clashing).params).toBe(clashing);
   });
 });
