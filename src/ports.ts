@@ -16,16 +16,9 @@ export interface SourceRecord {
 
 /** Decodes a Confluent-framed Avro value through our reader schema for the stream. */
 export interface Decoder {
-  /**
-   * Throws (or rejects with) a TransientError when the registry cannot be reached; a bad record is a
-   * Rejection. Answers without a promise when it can (the schema id is known): a batch's thousands
-   * of records then decode without one each.
-   */
-  decode(stream: Stream, value: Buffer): Decoded | Promise<Decoded>;
+  /** Throws a TransientError when the registry cannot be reached; a bad record is a Rejection. */
+  decode(stream: Stream, value: Buffer): Promise<Record<string, unknown> | Rejection>;
 }
-
-/** A decoded Avro value, or why the record is refused. */
-export type Decoded = Record<string, unknown> | Rejection;
 
 /**
  * Statements derived from the results of those before them, run after them in the same transaction

@@ -20,7 +20,7 @@ import { recordedFindings } from "../projection/findings.js";
 import type { Indexed } from "../projection/plan.js";
 import { HEADER, headerString, type Stream } from "../topics.js";
 import { backoffMs, decideDeferral, decodeMark, nextDeferral, type RetryPolicy } from "./retry.js";
-import { type EventOf, STREAM_RULES, type StreamRules, toEvents } from "./stream-rules.js";
+import { type EventOf, STREAM_RULES, type StreamRules, toEvent } from "./stream-rules.js";
 
 export type { RetryPolicy } from "./retry.js";
 
@@ -80,7 +80,7 @@ export async function processBatch<S extends Stream>(
   const fates = new Map<number, Fate>();
   const byDatabase = new Map<string, Indexed<EventOf<S>>[]>();
 
-  const decoded = await toEvents(stream, records, deps);
+  const decoded = await Promise.all(records.map((record) => toEvent(stream, record, deps)));
   // Read before any transaction of this batch runs: a record past its window is dead-lettered only if
   // the upstream had been applied up to its mark before the attempt that failed (retry.ts).
   const marked = records.some((record) => headerString(record.headers, HEADER.upstreamMark) !== undefined);

@@ -7,7 +7,7 @@ import {
   validateRegistrySnapshot,
   validateRegistryTombstone,
 } from "../model/validate.js";
-import type { Decoded, Decoder, SourceRecord } from "../ports.js";
+import type { Decoder, SourceRecord } from "../ports.js";
 import { projectEscalations } from "../projection/escalations.js";
 import { projectOutcomes } from "../projection/outcomes.js";
 import type { Indexed, Plan } from "../projection/plan.js";
@@ -78,36 +78,14 @@ export const STREAM_RULES: { readonly [S in Stream]: StreamRules<EventOf<S>> } =
  * One record of a stream read into its event, or the Rejection that dead-letters it: a tombstone is
  * validated from its key and headers, anything else decoded through the registry, then validated. The
  * consumer's batches and every reading of a topic to its end (reconciliation, rebuild) go through here.
- * A promise only when the decoder needs one (a schema id not seen before): see `toEvents`.
  */
-export function toEvent<S extends Stream>(
+export async function toEvent<S extends Stream>(
   stream: S,
   record: SourceRecord,
   deps: { readonly decoder: Decoder; readonly rules: ValidationRules },
-): EventOf<S> | Rejection | Promise<EventOf<S> | Rejection> {
+): Promise<EventOf<S> | Rejection> {
   const rules: StreamRules<EventOf<S>> = STREAM_RULES[stream];
   if (record.value === null) return rules.tombstone(record, deps.rules);
-  const value = deps.decoder.decode(stream, record.value);
-  if (value instanceof Promise) return value.then((decoded) => validated(rules, decoded, deps.rules));
-  return validated(rules, value, deps.rules);
-}
-
-function validated<E>(rules: StreamRules<E>, value: Decoded, validation: ValidationRules): E | Rejection {
-  return value instanceof Rejection ? value : rules.validate(value, validation);
-}
-
-/**
- * A batch's records read into their events, in order. Awaits only the records whose decoding had to
- * wait: otherwise every record costs promises (its own, the decoder's, Promise.all's) and their turns
- * through the microtask queue.
- */
-export async function toEvents<S extends Stream>(
-  stream: S,
-  records: readonly SourceRecord[],
-  deps: { readonly decoder: Decoder; readonly rules: ValidationRules },
-): Promise<(EventOf<S> | Rejection)[]> {
-  const events = records.map((record) => toEvent(stream, record, deps));
-  return events.some((event) => event instanceof Promise)
-    ? Promise.all(events)
-    : (events as (EventOf<S> | Rejection)[]);
+  const value = await deps.decoder.decode(stream, record.value);
+  return value instanceof Rejection ? value : rules.validate(value, deps.rules);
 }

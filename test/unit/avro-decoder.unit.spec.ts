@@ -42,15 +42,6 @@ describe("the Avro decoder", () => {
     expect(lookups()).toBe(1);
   });
 
-  it("answers at once, without a promise, once a schema id is known", async () => {
-    const { decoder } = decoderWith(new Map([[7, reader]]));
-    const first = decoder.decode("outcome-created", frame(7, reader.toBuffer(outcome)));
-    expect(first).toBeInstanceOf(Promise);
-    expect(await first).toEqual(outcome);
-    expect(decoder.decode("outcome-created", frame(7, reader.toBuffer(outcome)))).toEqual(outcome);
-    expect(decoder.decode("outcome-created", Buffer.from("hello"))).toBeInstanceOf(Rejection);
-  });
-
   it("reads a newer writer schema with an extra optional field", async () => {
     const schema = readerSchema("outcome-created");
     const writer = avro.Type.forSchema({

@@ -12,7 +12,7 @@ import {
 } from "../../src/operations/dlq.js";
 import { rebuildRegistry } from "../../src/operations/rebuild.js";
 import { replayTopics } from "../../src/operations/replay.js";
-import { toEvent, toEvents } from "../../src/pipeline/stream-rules.js";
+import { toEvent } from "../../src/pipeline/stream-rules.js";
 import type { Decoder, GroupAdmin, SourceRecord, TopicReader } from "../../src/ports.js";
 import { readRegistryTopic } from "../../src/reconcile/reconcile.js";
 import { HEADER } from "../../src/topics.js";
@@ -20,9 +20,9 @@ import { shortTopicNames, snapshot } from "../support/builders.js";
 
 const rules = { servedTenants: new Set(["default"]), maxListLength: 10, maxIdLength: 256, maxTextLength: 4096 };
 
-/** Reads values as JSON, as if the registry had decoded them (with every schema id known: no promise). */
+/** Reads values as JSON, as if the registry had decoded them. */
 const jsonDecoder: Decoder = {
-  decode(_stream, value) {
+  async decode(_stream, value) {
     try {
       return JSON.parse(value.toString()) as Record<string, unknown>;
     } catch {
@@ -109,25 +109,6 @@ describe("toEvent: tombstone, decode, validate", () => {
       "undecodable",
       "malformed-id",
     ]);
-  });
-
-  it("reads a batch in order, awaiting only the records whose decoding had to wait", async () => {
-    const values = ["fin-agt-001", "not an agent id", "fin-agt-002"].map((id) =>
-      Buffer.from(JSON.stringify(snapshot(id))),
-    );
-    // The middle record's schema is "not yet known": its decoding answers with a promise.
-    const mixed: Decoder = {
-      decode: (stream, value) =>
-        value === values[1] ? Promise.resolve(jsonDecoder.decode(stream, value)) : jsonDecoder.decode(stream, value),
-    };
-    const events = await toEvents(
-      "registry-mutation",
-      values.map((value) => record({ value })),
-      { decoder: mixed, rules },
-    );
-    expect(
-      events.map((e) => (e instanceof Rejection ? e.reason : e.kind === "registry-snapshot" && e.agent_id)),
-    ).toEqual(["fin-agt-001", "malformed-id", "fin-agt-002"]);
   });
 
   it("reconciliation reads the registry topic through it, counting what does not validate", async () => {

@@ -7,7 +7,7 @@ import type { Config } from "../../config.js";
 import { classify, errorMessage, FatalError, isTlsTrustFailure, TransientError } from "../../errors.js";
 import { Rejection } from "../../model/fate.js";
 import { readerSchema } from "../../model/schemas.js";
-import { type Decoded, type Decoder, systemSleep } from "../../ports.js";
+import { type Decoder, systemSleep } from "../../ports.js";
 import { STREAMS, type Stream } from "../../topics.js";
 import { currentPem, currentSecret } from "../credentials.js";
 
@@ -159,29 +159,22 @@ export function createAvroDecoder(registry: SchemaRegistry, options: DecoderOpti
     return resolved;
   }
 
-  function decodeWith(stream: Stream, id: number, value: Buffer, resolver: avro.Resolver | Rejection): Decoded {
-    if (resolver instanceof Rejection) return resolver;
-    try {
-      return (readers.get(stream) as avro.Type).fromBuffer(value.subarray(HEADER_BYTES), resolver) as Record<
-        string,
-        unknown
-      >;
-    } catch (error) {
-      return new Rejection("undecodable", `value does not decode with schema id ${id}: ${(error as Error).message}`);
-    }
-  }
-
   return {
-    decode(stream, value) {
+    async decode(stream, value) {
       if (value.length < HEADER_BYTES || value[0] !== MAGIC_BYTE) {
         return new Rejection("not-avro", "value does not start with the Confluent magic byte and a schema id");
       }
       const id = value.readInt32BE(1);
-      const resolver = resolverFor(stream, id);
-      // A schema id seen before is decoded at once; only the first records of a new one wait.
-      return resolver instanceof Promise
-        ? resolver.then((resolved) => decodeWith(stream, id, value, resolved))
-        : decodeWith(stream, id, value, resolver);
+      const resolver = await resolverFor(stream, id);
+      if (resolver instanceof Rejection) return resolver;
+      try {
+        return (readers.get(stream) as avro.Type).fromBuffer(value.subarray(HEADER_BYTES), resolver) as Record<
+          string,
+          unknown
+        >;
+      } catch (error) {
+        return new Rejection("undecodable", `value does not decode with schema id ${id}: ${(error as Error).message}`);
+      }
     },
   };
 }
