@@ -39,13 +39,14 @@ export function admitBatch(
 }
 
 /**
- * How many of a held batch's first records were written before `before` (ms; record timestamps as
- * Kafka gives them) and so may be applied now: what they depend on is in the graph (catch-up.ts
- * admitBefore). The records from the first later one on wait, in order.
+ * Where a held batch's records stop going ahead: the index of the first record from `from` on that
+ * was not written before `before` (ms; record timestamps as Kafka gives them), or the batch's length.
+ * Those before it may be applied now, since what they depend on is in the graph (catch-up.ts
+ * admitBefore); the records from it on wait, in order.
  */
-export function admittedBefore(timestamps: readonly string[], before: number): number {
-  const later = timestamps.findIndex((timestamp) => !(Number(timestamp) < before));
-  return later < 0 ? timestamps.length : later;
+export function heldFrom(timestamps: readonly string[], before: number, from = 0): number {
+  for (let index = from; index < timestamps.length; index++) if (!(Number(timestamps[index]) < before)) return index;
+  return timestamps.length;
 }
 
 /**
@@ -119,23 +120,6 @@ export function onFailure(
 ): FailureDecision {
   if (classify(error) === "fatal") return { kind: "stop" };
   return { kind: "pause", ms: backoffMs(failures, firstPauseMs, MAX_PAUSE_MS) };
-}
-
-/**
- * The partitions of a fresh assignment to pause before the first fetch: the source partitions of
- * streams the catch-up holds back.
- */
-export function heldOnJoin(
-  assignment: Readonly<Record<string, readonly number[]>>,
-  roleOf: (topic: string) => TopicRole | undefined,
-  isHeld: (stream: Stream) => boolean,
-): { topic: string; partitions: readonly number[]; stream: Stream }[] {
-  const held: { topic: string; partitions: readonly number[]; stream: Stream }[] = [];
-  for (const [topic, partitions] of Object.entries(assignment)) {
-    const role = roleOf(topic);
-    if (role?.role === "source" && isHeld(role.stream)) held.push({ topic, partitions, stream: role.stream });
-  }
-  return held;
 }
 
 /** One owned source partition as liveness sees it. */

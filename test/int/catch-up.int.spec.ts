@@ -64,7 +64,7 @@ describe("dependency-aware catch-up on a backlog", () => {
  * The hold stops only what must wait. Outcomes stuck behind a lock (an open transaction on their
  * agent) put the outcome stream behind, and escalations are held; an escalation written before the
  * stuck outcomes finds its outcomes applied and goes ahead all the same, while one written after
- * them waits until the outcomes are through.
+ * them waits until the outcomes are through, and so does one written to its partition while it waits.
  */
 describe("a held stream's records whose upstream is applied", () => {
   let harness: Harness;
@@ -128,6 +128,8 @@ describe("a held stream's records whose upstream is applied", () => {
       await until("the later escalation's partition held", async () =>
         (await heldPartitions()).includes(1) ? true : undefined,
       );
+      // Written while its partition waits with the held batch in hand: fetched once that batch is through.
+      await sendEscalation("trail-o-b", "trail-o-hot-1", 1, Date.now());
       // Written a minute ago, before the stuck outcomes: what it waits on is applied.
       await sendEscalation("trail-o-a", "trail-o-b", 0, Date.now() - 60_000);
       await until("the earlier escalation applied while the outcomes are stuck", async () =>
@@ -137,8 +139,10 @@ describe("a held stream's records whose upstream is applied", () => {
 
       await lock.rollback();
       released = true;
-      await until("the later escalation applied once the outcomes are through", async () =>
-        (await escalated("trail-o-b", "trail-o-a")) ? true : undefined,
+      await until("the later escalations applied once the outcomes are through", async () =>
+        (await escalated("trail-o-b", "trail-o-a")) && (await escalated("trail-o-b", "trail-o-hot-1"))
+          ? true
+          : undefined,
       );
       await harness.waitForCaughtUp();
       expect(await deferredCount(service)).toBe(0);

@@ -7,15 +7,16 @@ const quiet = { info() {}, warn() {}, error() {}, debug() {} };
 
 function pausesWithLog() {
   const infos: string[] = [];
+  const paused = new Map<string, string | undefined>();
   const pauses = createPartitionPauses({
     consumer: {} as Consumer,
-    metrics: { setPaused() {} } as unknown as ConsumerMetrics,
+    metrics: {
+      setPaused: (topic: string, partition: number, reason?: string) => paused.set(`${topic}/${partition}`, reason),
+    } as unknown as ConsumerMetrics,
     logger: { ...quiet, info: (_fields: unknown, message: string) => infos.push(message) },
-    roleOf: () => undefined,
-    isHeld: () => true,
     onPaused() {},
   });
-  return { pauses, infos };
+  return { pauses, infos, paused };
 }
 
 describe("partition pauses of the catch-up hold", () => {
@@ -58,6 +59,31 @@ describe("partition pauses of the catch-up hold", () => {
     pauses.releaseHeld(["escalation-edge"]);
     hold();
     expect(infos).toHaveLength(2);
+    pauses.stop();
+  });
+
+  it("ends a pause its owner cancels without resuming it, for a hold lifting later too", () => {
+    const { pauses, paused } = pausesWithLog();
+    const resumed: number[] = [];
+    const cancel = pauses.pauseUntil(
+      "escalations",
+      3,
+      () => resumed.push(3),
+      60_000,
+      "catch-up-hold",
+      "escalation-edge",
+      1,
+    );
+    expect(paused.get("escalations/3")).toBe("catch-up-hold");
+    cancel();
+    expect(paused.get("escalations/3")).toBeUndefined();
+    pauses.releaseHeld(["escalation-edge"]);
+    expect(resumed).toEqual([]);
+    // Cancelling a pause that has already ended changes nothing.
+    pauses.pauseUntil("escalations", 3, () => resumed.push(3), 60_000, "catch-up-hold", "escalation-edge", 1);
+    pauses.releaseHeld(["escalation-edge"]);
+    cancel();
+    expect(resumed).toEqual([3]);
     pauses.stop();
   });
 });

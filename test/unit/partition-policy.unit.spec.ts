@@ -2,8 +2,7 @@ import { describe, expect, it } from "vitest";
 import { FatalError, TransientError } from "../../src/errors.js";
 import {
   admitBatch,
-  admittedBefore,
-  heldOnJoin,
+  heldFrom,
   MAX_PAUSE_MS,
   notDuePauseMs,
   onFailure,
@@ -132,28 +131,23 @@ describe("holds", () => {
 
   it("of a held batch, admits the leading records written before the upstream's applied time", () => {
     const timestamps = ["1000", "1500", "2500", "1200", "3000"];
-    expect(admittedBefore(timestamps, 2000)).toBe(2);
+    expect(heldFrom(timestamps, 2000)).toBe(2);
     // The one written at 1200 waits behind the one at 2500: order within a partition is kept.
-    expect(admittedBefore(timestamps, 2500)).toBe(2);
-    expect(admittedBefore(timestamps, 3001)).toBe(5);
-    expect(admittedBefore(timestamps, 1000)).toBe(0);
-    expect(admittedBefore(timestamps, Number.NEGATIVE_INFINITY)).toBe(0);
-    expect(admittedBefore(timestamps, Number.POSITIVE_INFINITY)).toBe(5);
-    expect(admittedBefore(["not a time"], Number.POSITIVE_INFINITY)).toBe(0);
+    expect(heldFrom(timestamps, 2500)).toBe(2);
+    expect(heldFrom(timestamps, 3001)).toBe(5);
+    expect(heldFrom(timestamps, 1000)).toBe(0);
+    expect(heldFrom(timestamps, Number.NEGATIVE_INFINITY)).toBe(0);
+    expect(heldFrom(timestamps, Number.POSITIVE_INFINITY)).toBe(5);
+    expect(heldFrom(["not a time"], Number.POSITIVE_INFINITY)).toBe(0);
   });
 
-  it("pauses on join only the source partitions of held streams", () => {
-    const assignment = { registry: [0, 1], outcomes: [2], "outcomes.retry": [0], unknown: [0] };
-    expect(heldOnJoin(assignment, (topic) => roles[topic], isHeld)).toEqual([
-      { topic: "outcomes", partitions: [2], stream: "outcome-created" },
-    ]);
-    expect(
-      heldOnJoin(
-        assignment,
-        (topic) => roles[topic],
-        () => false,
-      ),
-    ).toEqual([]);
+  it("goes on from where the records applied so far end", () => {
+    const timestamps = ["1000", "1500", "2500", "1200", "3000"];
+    expect(heldFrom(timestamps, 2000, 2)).toBe(2);
+    expect(heldFrom(timestamps, 2600, 2)).toBe(4);
+    expect(heldFrom(timestamps, 2600, 4)).toBe(4);
+    expect(heldFrom(timestamps, 3001, 4)).toBe(5);
+    expect(heldFrom(timestamps, Number.POSITIVE_INFINITY, 5)).toBe(5);
   });
 });
 

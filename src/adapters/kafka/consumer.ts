@@ -123,8 +123,6 @@ export function createProjectorConsumer(
     consumer,
     metrics: deps.metrics,
     logger: deps.logger,
-    roleOf: (topic) => roleOfTopic(names, topic),
-    isHeld: (stream) => options.isHeld?.(stream) ?? false,
     onPaused: positions.touch,
   });
   const applier = createBatchApplier(names, options, deps, positions, pauses, {
@@ -173,7 +171,8 @@ export function createProjectorConsumer(
     }
     // Another instance may have moved a partition we owned before; start its view afresh.
     positions.clear();
-    pauses.holdOnJoin(event.payload.memberAssignment);
+    // Batches kept for the catch-up hold look again at who owns their partition, and at the consumer.
+    applier.rejoined();
     deps.logger.info(
       { assignment: event.payload.memberAssignment, generation: event.payload.groupId },
       "joined consumer group",

@@ -3,8 +3,8 @@ import { errorMessage } from "../../errors.js";
 import { createCoalescer } from "../../pipeline/coalesce.js";
 import {
   admitBatch,
-  admittedBefore,
   HOLD_PAUSE_MS,
+  heldFrom,
   notDuePauseMs,
   onFailure,
   splitDue,
@@ -14,7 +14,7 @@ import {
 import { type PartitionPositions, positionAfter } from "../../pipeline/partition-positions.js";
 import { oldestUnappliedFrom } from "../../pipeline/unapplied-age.js";
 import type { PauseReason, SourceRecord } from "../../ports.js";
-import { roleOfTopic, STREAMS, type Stream, type TopicNames } from "../../topics.js";
+import { roleOfTopic, STREAMS, type Stream, type TopicNames, type TopicRole } from "../../topics.js";
 import type { ConsumerDeps, ConsumerOptions } from "./consumer.js";
 import type { PartitionPauses } from "./partition-pauses.js";
 import { toSourceRecord } from "./source-record.js";
@@ -27,6 +27,8 @@ export interface BatchApplier {
   eachBatch(payload: EachBatchPayload): Promise<void>;
   /** Forgets a partition's run of failures (the partition was revoked). */
   forgetFailures(partitionKey: string): void;
+  /** The group was joined again: each batch kept for the catch-up hold checks its partition is still ours. */
+  rejoined(): void;
   /**
    * Stops taking batches and waits, up to `ms`, for the lanes at work to apply and commit theirs.
    * True when every lane finished; past the bound the rest are left (their records are redelivered).
@@ -56,6 +58,11 @@ export interface LaneControl {
  * writer's slots (NEO4J_MAX_CONCURRENT_WRITES). A lane whose partition was revoked meanwhile resolves
  * and commits nothing more: the new owner applies those records again, which the idempotent §3
  * statements make harmless, as after any redelivery.
+ *
+ * The records of a batch that the catch-up hold keeps waiting stay in their lane, the partition
+ * paused, and go ahead from there as the hold admits them or lifts. Fetching them again at that
+ * moment would leave Neo4j idle for a fetch and a decode at every change of stage of a backlog, and
+ * at every step by which a held stream trails its upstream under load.
  */
 export function createBatchApplier(
   names: TopicNames,
@@ -72,6 +79,8 @@ export function createBatchApplier(
   let draining = false;
   /** Set once drain() returned: a lane ending later must not touch the consumer, which has left. */
   let drained = false;
+  /** The lanes waiting for the catch-up hold, each with what wakes it early. */
+  const parked = new Map<string, () => void>();
   const isHeld = (stream: Stream) => options.isHeld?.(stream) ?? false;
   const serial = options.serialStreams ?? new Set<Stream>();
   // Per stream, its sub-batches that wait for a transaction are merged into the next one; a serial
@@ -101,9 +110,28 @@ export function createBatchApplier(
     heldFrom?: number,
   ) =>
     pauses.pauseUntil(payload.batch.topic, payload.batch.partition, payload.pause(), ms, reason, heldStream, heldFrom);
-  /** Holds the partition from its record `index` on, until the hold admits that record or lifts. */
-  const holdFrom = (payload: EachBatchPayload, stream: Stream, index: number) =>
-    pauseFor(payload, HOLD_PAUSE_MS, "catch-up-hold", stream, Number(payload.batch.messages[index]?.timestamp));
+  /**
+   * Waits, the partition paused, until the hold admits the batch's record `index` or lifts, or a hold
+   * pause's time is up, or the lane is woken (a drain, a new generation of the group).
+   */
+  const waitForHold = (payload: EachBatchPayload, stream: Stream, index: number) =>
+    new Promise<void>((resolve) => {
+      const { topic, partition, messages } = payload.batch;
+      const partitionKey = `${topic}/${partition}`;
+      const wake = () => {
+        parked.delete(partitionKey);
+        resolve();
+      };
+      const timestamp = Number(messages[index]?.timestamp);
+      const cancel = pauses.pauseUntil(topic, partition, wake, HOLD_PAUSE_MS, "catch-up-hold", stream, timestamp);
+      parked.set(partitionKey, () => {
+        cancel();
+        wake();
+      });
+    });
+  const wakeParked = () => {
+    for (const wake of [...parked.values()]) wake();
+  };
 
   async function eachBatch(payload: EachBatchPayload): Promise<void> {
     const { batch } = payload;
@@ -114,33 +142,16 @@ export function createBatchApplier(
       return;
     }
     const role = roleOfTopic(names, batch.topic);
-    const admission = admitBatch(role, batch.messages.length, isHeld);
-    if (!role || admission === "ignore") return;
-    // A source partition's fetched records age until applied (a held batch too: it is fetched again).
+    if (!role || admitBatch(role, batch.messages.length, isHeld) === "ignore") return;
+    // A source partition's fetched records age until applied (those the hold keeps waiting too).
     const fetchedAt = deps.clock.now();
     const oldestFrom = role.role === "source" ? oldestUnappliedFrom(batch.messages, fetchedAt) : undefined;
     const unappliedFrom = (start: number) => {
       if (oldestFrom) deps.metrics.setOldestUnapplied(batch.topic, batch.partition, oldestFrom(start) ?? null);
     };
     unappliedFrom(0);
-    // Of a held batch, the records written before what they wait on was applied go ahead all the same.
-    const admitted =
-      admission === "hold"
-        ? admittedBefore(
-            batch.messages.map((message) => message.timestamp),
-            options.admitsBefore?.(role.stream) ?? Number.NEGATIVE_INFINITY,
-          )
-        : batch.messages.length;
-    if (admitted === 0) {
-      holdFrom(payload, role.stream, 0);
-      return;
-    }
-    deps.metrics.recordConsumed(batch.topic, batch.partition, admitted);
-    if (role.role === "source")
-      positions.fetched(partitionKey, role.stream, Number(batch.highWatermark), Number(batch.messages[0]?.offset));
-
     payload.pause();
-    const lane = applyFetched(payload, role, unappliedFrom, admitted)
+    const lane = runLane(payload, role, unappliedFrom)
       .catch((error: unknown) => {
         deps.logger.warn(
           { topic: batch.topic, partition: batch.partition, error: errorMessage(error) },
@@ -156,18 +167,57 @@ export function createBatchApplier(
   }
 
   /**
-   * The lane's work: the sub-batches of the batch's first `admitted` records in order (the rest wait
-   * for the catch-up hold). Says whether the partition is to be resumed now, or a timed pause (a
-   * failure's backoff, a retry not yet due, the hold) or a stop has taken it over.
+   * The lane's work: the batch's records in order, each as soon as the catch-up hold admits it. Says
+   * whether the partition is to be resumed now, or a timed pause (a failure's backoff, a retry not
+   * yet due) or a stop has taken it over.
+   */
+  async function runLane(
+    payload: EachBatchPayload,
+    role: TopicRole,
+    unappliedFrom: (start: number) => void,
+  ): Promise<"resume" | "taken-over"> {
+    const { batch } = payload;
+    const count = batch.messages.length;
+    const partitionKey = `${batch.topic}/${batch.partition}`;
+    let timestamps: string[] | undefined;
+    const admittedUpTo = (from: number) => {
+      if (admitBatch(role, count, isHeld) !== "hold") return count;
+      timestamps ??= batch.messages.map((message) => message.timestamp);
+      return heldFrom(timestamps, options.admitsBefore?.(role.stream) ?? Number.NEGATIVE_INFINITY, from);
+    };
+    for (let from = 0; from < count; ) {
+      const upTo = admittedUpTo(from);
+      if (upTo === from) {
+        if (draining) return "taken-over";
+        await waitForHold(payload, role.stream, from);
+        if (draining) return "taken-over";
+        if (!payload.isRunning() || payload.isStale() || !owns(batch.topic, batch.partition)) return "resume";
+        continue;
+      }
+      deps.metrics.recordConsumed(batch.topic, batch.partition, upTo - from);
+      if (role.role === "source")
+        positions.fetched(partitionKey, role.stream, Number(batch.highWatermark), Number(batch.messages[0]?.offset));
+      const applied = await applyFetched(payload, role, unappliedFrom, from, upTo);
+      if (applied !== "applied") return applied;
+      from = upTo;
+    }
+    return "resume";
+  }
+
+  /**
+   * The sub-batches of the batch's records `from` to `upTo` (exclusive), in order. Says whether they
+   * were applied, or the partition is to be resumed now (the lane cannot go on), or a timed pause or
+   * a stop has taken it over.
    */
   async function applyFetched(
     payload: EachBatchPayload,
-    role: NonNullable<ReturnType<typeof roleOfTopic>>,
+    role: TopicRole,
     unappliedFrom: (start: number) => void,
-    admitted: number,
-  ): Promise<"resume" | "taken-over"> {
+    from: number,
+    upTo: number,
+  ): Promise<"applied" | "resume" | "taken-over"> {
     const { batch } = payload;
-    const messages = admitted < batch.messages.length ? batch.messages.slice(0, admitted) : batch.messages;
+    const messages = batch.messages;
     const partitionKey = `${batch.topic}/${batch.partition}`;
     // How many records a transaction may take, by what waits on the partition past `lastOffset`.
     const capPast = (lastOffset: string | undefined) =>
@@ -177,8 +227,10 @@ export function createBatchApplier(
         options.backlogBatchRecords ?? options.maxBatchRecords,
       );
     // Split as large as the partition's backlog allows past a caught-up transaction's worth of records.
-    const splitCap = capPast(messages[Math.min(options.maxBatchRecords, messages.length) - 1]?.offset);
-    for (const { start, end } of subBatches(messages.length, splitCap)) {
+    const splitCap = capPast(messages[Math.min(from + options.maxBatchRecords, upTo) - 1]?.offset);
+    for (const sub of subBatches(upTo - from, splitCap)) {
+      const start = from + sub.start;
+      const end = from + sub.end;
       if (!payload.isRunning() || payload.isStale() || !owns(batch.topic, batch.partition)) return "resume";
       let chunk: readonly SourceRecord[] = messages
         .slice(start, end)
@@ -262,16 +314,12 @@ export function createBatchApplier(
         return "taken-over";
       }
     }
-    if (admitted < batch.messages.length) {
-      if (drained) return "taken-over";
-      holdFrom(payload, role.stream, admitted);
-      return "taken-over";
-    }
-    return "resume";
+    return "applied";
   }
 
   async function drain(ms: number): Promise<boolean> {
     draining = true;
+    wakeParked();
     let timer: NodeJS.Timeout | undefined;
     const bound = new Promise<false>((resolve) => {
       timer = setTimeout(() => resolve(false), ms);
@@ -285,5 +333,10 @@ export function createBatchApplier(
     }
   }
 
-  return { eachBatch, forgetFailures: (partitionKey) => failures.delete(partitionKey), drain };
+  return {
+    eachBatch,
+    forgetFailures: (partitionKey) => failures.delete(partitionKey),
+    rejoined: wakeParked,
+    drain,
+  };
 }

@@ -1,7 +1,6 @@
 import type { Consumer } from "kafkajs";
-import { HOLD_PAUSE_MS, heldOnJoin } from "../../pipeline/partition-policy.js";
 import type { ConsumerMetrics, Logger, PauseReason } from "../../ports.js";
-import type { Stream, TopicRole } from "../../topics.js";
+import type { Stream } from "../../topics.js";
 
 /** The timed partition pauses of the consumer: failures, retries not yet due, the catch-up hold. */
 export interface PartitionPauses {
@@ -10,6 +9,7 @@ export interface PartitionPauses {
    * reason (a failure's own warning is logged where it happens; a retry that is not due yet is routine).
    * `resume` is called when the time is up, or, for a hold on `heldStream`, when the hold lifts or
    * admits records written before a time past `heldFrom`, the timestamp of the first record it holds.
+   * Returns a cancel: the pause ends without `resume` (its owner has stopped waiting for it).
    */
   pauseUntil(
     topic: string,
@@ -19,9 +19,7 @@ export interface PartitionPauses {
     reason: PauseReason,
     heldStream?: Stream,
     heldFrom?: number,
-  ): void;
-  /** Pauses, before the first fetch after a join, the partitions of streams the catch-up holds back. */
-  holdOnJoin(assignment: Record<string, number[]>): void;
+  ): () => void;
   /**
    * Resumes at once the partitions held for these streams: all of them, or, given `before`, those
    * whose first held record was written before it (or is not known).
@@ -35,8 +33,6 @@ export interface PartitionPausesDeps {
   readonly consumer: Consumer;
   readonly metrics: ConsumerMetrics;
   readonly logger: Logger;
-  readonly roleOf: (topic: string) => TopicRole | undefined;
-  readonly isHeld: (stream: Stream) => boolean;
   /** A deliberate pause is progress: the partition is looked after, not wedged. */
   readonly onPaused: (partitionKey: string) => void;
 }
@@ -78,27 +74,16 @@ export function createPartitionPauses(deps: PartitionPausesDeps): PartitionPause
       );
     } else if (reason === "retry-not-due")
       deps.logger.debug({ topic, partition, reason, pauseMs: ms }, "partition paused until its next retry is due");
+    return () => {
+      if (!timers.delete(timer)) return;
+      clearTimeout(timer);
+      heldPauses.delete(timer);
+      deps.metrics.setPaused(topic, partition, undefined);
+    };
   };
 
   return {
     pauseUntil,
-    holdOnJoin(assignment) {
-      if (stopping) return;
-      const { consumer } = deps;
-      for (const { topic, partitions, stream } of heldOnJoin(assignment, deps.roleOf, deps.isHeld)) {
-        consumer.pause([{ topic, partitions: [...partitions] }]);
-        for (const partition of partitions) {
-          pauseUntil(
-            topic,
-            partition,
-            () => consumer.resume([{ topic, partitions: [partition] }]),
-            HOLD_PAUSE_MS,
-            "catch-up-hold",
-            stream,
-          );
-        }
-      }
-    },
     releaseHeld(streams, before = Number.POSITIVE_INFINITY) {
       if (stopping) return;
       const lifted = new Set(streams);
