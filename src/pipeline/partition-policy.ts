@@ -122,6 +122,25 @@ export function onFailure(
   return { kind: "pause", ms: backoffMs(failures, firstPauseMs, MAX_PAUSE_MS) };
 }
 
+/**
+ * The partitions of a fresh assignment to keep out of the first fetch: the source partitions of
+ * streams the catch-up holds back. A fetch's size is bounded and the broker fills it in the order
+ * the partitions are asked for, which is not the order of the streams; held partitions asked for
+ * too would take the room of the stream they wait on.
+ */
+export function heldOnJoin(
+  assignment: Readonly<Record<string, readonly number[]>>,
+  roleOf: (topic: string) => TopicRole | undefined,
+  isHeld: (stream: Stream) => boolean,
+): { topic: string; partitions: number[] }[] {
+  const held: { topic: string; partitions: number[] }[] = [];
+  for (const [topic, partitions] of Object.entries(assignment)) {
+    const role = roleOf(topic);
+    if (role?.role === "source" && isHeld(role.stream)) held.push({ topic, partitions: [...partitions] });
+  }
+  return held;
+}
+
 /** One owned source partition as liveness sees it. */
 export interface PartitionProgress {
   /** The high watermark at the partition's last fetch, and the next offset to commit. */

@@ -3,6 +3,7 @@ import { FatalError, TransientError } from "../../src/errors.js";
 import {
   admitBatch,
   heldFrom,
+  heldOnJoin,
   MAX_PAUSE_MS,
   notDuePauseMs,
   onFailure,
@@ -148,6 +149,18 @@ describe("holds", () => {
     expect(heldFrom(timestamps, 2600, 4)).toBe(4);
     expect(heldFrom(timestamps, 3001, 4)).toBe(5);
     expect(heldFrom(timestamps, Number.POSITIVE_INFINITY, 5)).toBe(5);
+  });
+
+  it("keeps out of the first fetch after a join only the source partitions of held streams", () => {
+    const assignment = { registry: [0, 1], outcomes: [2], "outcomes.retry": [0], unknown: [0] };
+    expect(heldOnJoin(assignment, (topic) => roles[topic], isHeld)).toEqual([{ topic: "outcomes", partitions: [2] }]);
+    expect(
+      heldOnJoin(
+        assignment,
+        (topic) => roles[topic],
+        () => false,
+      ),
+    ).toEqual([]);
   });
 });
 

@@ -1,5 +1,6 @@
 import type { Consumer, Kafka } from "kafkajs";
 import { errorMessage, FatalError } from "../../errors.js";
+import { heldOnJoin } from "../../pipeline/partition-policy.js";
 import { createPartitionPositions } from "../../pipeline/partition-positions.js";
 import { type Clock, type ConsumerMetrics, type Logger, type SourceRecord, withTimeout } from "../../ports.js";
 import { consumedTopics, roleOfTopic, type Stream, type TopicNames } from "../../topics.js";
@@ -117,6 +118,8 @@ export function createProjectorConsumer(
   let joined = false;
   let fetchedAt = deps.clock.now();
   let currentAssignment = new Map<string, number[]>();
+  /** Held partitions kept out of the first fetch after a join (partition-policy.ts heldOnJoin). */
+  let heldForFirstFetch: { topic: string; partitions: number[] }[] = [];
   /** Source partitions this instance owns: high watermark at the last fetch, and the next offset to commit. */
   const positions = createPartitionPositions(deps.clock);
   const pauses = createPartitionPauses({
@@ -125,15 +128,17 @@ export function createProjectorConsumer(
     logger: deps.logger,
     onPaused: positions.touch,
   });
+  const isHeld = (stream: Stream) => options.isHeld?.(stream) ?? false;
+  const resumeIfRunning = (partitions: { topic: string; partitions: number[] }[]) => {
+    try {
+      consumer.resume(partitions);
+    } catch {
+      // Not running (stopped, or between kafkajs's restarts): a new run starts unpaused.
+    }
+  };
   const applier = createBatchApplier(names, options, deps, positions, pauses, {
     owns: (topic, partition) => currentAssignment.get(topic)?.includes(partition) ?? false,
-    resume(topic, partition) {
-      try {
-        consumer.resume([{ topic, partitions: [partition] }]);
-      } catch {
-        // Not running (stopped, or between kafkajs's restarts): a new run starts unpaused.
-      }
-    },
+    resume: (topic, partition) => resumeIfRunning([{ topic, partitions: [partition] }]),
   });
 
   /** Drops the per-partition series of partitions this instance no longer owns. */
@@ -173,6 +178,10 @@ export function createProjectorConsumer(
     positions.clear();
     // Batches kept for the catch-up hold look again at who owns their partition, and at the consumer.
     applier.rejoined();
+    // What the held streams wait on is fetched first; their own first batches, which their lanes keep
+    // until the hold admits them, come with the next fetch.
+    heldForFirstFetch = heldOnJoin(event.payload.memberAssignment, (topic) => roleOfTopic(names, topic), isHeld);
+    if (heldForFirstFetch.length > 0) consumer.pause(heldForFirstFetch);
     deps.logger.info(
       { assignment: event.payload.memberAssignment, generation: event.payload.groupId },
       "joined consumer group",
@@ -186,6 +195,10 @@ export function createProjectorConsumer(
   });
   consumer.on(consumer.events.FETCH, () => {
     fetchedAt = deps.clock.now();
+    if (heldForFirstFetch.length === 0) return;
+    const held = heldForFirstFetch;
+    heldForFirstFetch = [];
+    resumeIfRunning(held);
   });
   // A batch of nothing but transaction markers and aborted records never reaches eachBatch: kafkajs
   // resolves and commits past it itself, and reports it here, so the instance's own view moves too.
