@@ -70,9 +70,19 @@ export function subBatches(count: number, maxRecords: number): { start: number; 
  * transactions cost Neo4j less per record (full log on two cores, eight alternating turns: 2,000 →
  * 5,000 gave 0.97-1.17× the records/s, median 1.07) but hold their locks longer, which a caught-up consumer pays for in freshness
  * (bench/README.md, "Changes and what they gained").
+ *
+ * A `serial` stream (one transaction at a time, the registry) takes the backlog's size whatever its
+ * partitions' positions: no transaction of its own contends for its locks, and what is queued for it
+ * waits for the one transaction anyway. A backlog spread over its partitions, each fetched whole and
+ * so caught up past its batch, went as several caught-up transactions one after the other.
  */
-export function transactionCap(recordsBehind: number, maxRecords: number, backlogMaxRecords: number): number {
-  return recordsBehind >= maxRecords ? Math.max(maxRecords, backlogMaxRecords) : maxRecords;
+export function transactionCap(
+  recordsBehind: number,
+  maxRecords: number,
+  backlogMaxRecords: number,
+  serial = false,
+): number {
+  return serial || recordsBehind >= maxRecords ? Math.max(maxRecords, backlogMaxRecords) : maxRecords;
 }
 
 /** A retry topic's records split at the first one not yet due. */

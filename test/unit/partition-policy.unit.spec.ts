@@ -42,6 +42,12 @@ describe("records per transaction", () => {
     expect(transactionCap(10_000, 2_000, 2_000)).toBe(2_000);
     expect(transactionCap(10_000, 2_000, 1_000)).toBe(2_000);
   });
+
+  it("gives a serial stream's one transaction the backlog's size wherever its partitions stand", () => {
+    expect(transactionCap(0, 2_000, 5_000, true)).toBe(5_000);
+    expect(transactionCap(0, 2_000, 2_000, true)).toBe(2_000);
+    expect(transactionCap(0, 2_000, 1_000, true)).toBe(2_000);
+  });
 });
 
 describe("sub-batches", () => {

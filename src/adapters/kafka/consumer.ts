@@ -27,7 +27,8 @@ export interface ConsumerOptions {
   readonly admitsBefore?: (stream: Stream) => number;
   /**
    * Streams applied one transaction at a time in this instance (see startup/consumer.ts); sub-batches of its
-   * partitions that wait meanwhile go together into the next one (pipeline/coalesce.ts).
+   * partitions that wait meanwhile go together into the next one (pipeline/coalesce.ts), up to
+   * backlogBatchRecords however far behind each partition is (partition-policy.ts `transactionCap`).
    */
   readonly serialStreams?: ReadonlySet<Stream>;
   /**

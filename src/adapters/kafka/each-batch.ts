@@ -225,6 +225,7 @@ export function createBatchApplier(
         Number(batch.highWatermark) - Number(lastOffset ?? -1) - 1,
         options.maxBatchRecords,
         options.backlogBatchRecords ?? options.maxBatchRecords,
+        serial.has(role.stream),
       );
     // Split as large as the partition's backlog allows past a caught-up transaction's worth of records.
     const splitCap = capPast(messages[Math.min(from + options.maxBatchRecords, upTo) - 1]?.offset);
