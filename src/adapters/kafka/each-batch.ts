@@ -132,6 +132,9 @@ export function createBatchApplier(
   const wakeParked = () => {
     for (const wake of [...parked.values()]) wake();
   };
+  /** Whether the lane can no longer go on with its batch: kafkajs restarted or sought, or the partition moved. */
+  const laneLost = (payload: EachBatchPayload) =>
+    !payload.isRunning() || payload.isStale() || !owns(payload.batch.topic, payload.batch.partition);
 
   async function eachBatch(payload: EachBatchPayload): Promise<void> {
     const { batch } = payload;
@@ -191,7 +194,7 @@ export function createBatchApplier(
         if (draining) return "taken-over";
         await waitForHold(payload, role.stream, from);
         if (draining) return "taken-over";
-        if (!payload.isRunning() || payload.isStale() || !owns(batch.topic, batch.partition)) return "resume";
+        if (laneLost(payload)) return "resume";
         continue;
       }
       deps.metrics.recordConsumed(batch.topic, batch.partition, upTo - from);
@@ -232,7 +235,7 @@ export function createBatchApplier(
     for (const sub of subBatches(upTo - from, splitCap)) {
       const start = from + sub.start;
       const end = from + sub.end;
-      if (!payload.isRunning() || payload.isStale() || !owns(batch.topic, batch.partition)) return "resume";
+      if (laneLost(payload)) return "resume";
       let chunk: readonly SourceRecord[] = messages
         .slice(start, end)
         .map((m) => toSourceRecord(batch.topic, batch.partition, m));
