@@ -18,7 +18,8 @@
 import { REGISTRY_PROJECTION } from "../../src/cypher/s3_1-registry-projection.js";
 import { ESCALATION_DECLARED } from "../../src/cypher/s3_2-escalation-declared.js";
 import { OUTCOME_WITH_PRODUCED } from "../../src/cypher/s3_3-produced.js";
-import { ESCALATED_TO, ESCALATION_OBSERVED } from "../../src/cypher/s3_4-escalation-observed.js";
+import { escalatedToEdge, OBSERVED_HALF } from "../../src/cypher/s3_4-escalation-observed.js";
+import { keyIndex } from "../../src/cypher/tenant.js";
 import { readerSchema } from "../../src/model/schemas.js";
 import type { Stream } from "../../src/topics.js";
 
@@ -79,10 +80,24 @@ export const PEER_STATEMENTS: Record<Stream, string> = {
       `last_observed_at: ${millis("observed_at")}`,
     ]),
     // The connector binds its own batch variable as `e`: ESCALATED_TO's `e` becomes `escalated`.
-    body(ESCALATED_TO, "WITH row, source, target\nOPTIONAL MATCH")
+    escalatedToEdge(false)
       .replace("[e:ESCALATED_TO]", "[escalated:ESCALATED_TO]")
       .replace(/\be\.observed_at\b/g, "escalated.observed_at"),
+    // §3.4 as the spec writes it: its own MATCH of the two outcomes' producers, then its MERGEs.
     "WITH row",
-    body(ESCALATION_OBSERVED),
+    "MATCH (source:Outcome {outcome_id: row.source_outcome_id})<-[:PRODUCED]-(from:Agent)",
+    keyIndex(false, "source", "Outcome", "outcome_id"),
+    "MATCH (target:Outcome {outcome_id: row.target_outcome_id})<-[:PRODUCED]-(to:Agent)",
+    keyIndex(false, "target", "Outcome", "outcome_id"),
+    "WHERE from <> to",
+    // Its two agents write-locked in agent_id order before the count is read, as the projector does:
+    // the connector's tasks write concurrently.
+    "CALL (from, to) {",
+    "  UNWIND [from, to] AS agent",
+    "  WITH agent ORDER BY agent.agent_id",
+    "  SET agent._LOCK_ = true",
+    "  REMOVE agent._LOCK_",
+    "}",
+    OBSERVED_HALF,
   ].join("\n"),
 };

@@ -6,7 +6,6 @@ export type StatementName =
   | "3.3"
   | "3.4"
   | "outcome"
-  | "escalated-to"
   | "rebuild-wipe"
   | "reachability"
   | "findings";

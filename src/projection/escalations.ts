@@ -1,4 +1,4 @@
-import { escalatedTo, escalationObserved } from "../cypher/s3_4-escalation-observed.js";
+import { escalation } from "../cypher/s3_4-escalation-observed.js";
 import type { Statement, StatementResult } from "../cypher/statement.js";
 import type { EscalationEdge } from "../model/events.js";
 import { applied, deferred, type Fate, unchanged } from "../model/fate.js";
@@ -16,7 +16,7 @@ interface PairRow {
 }
 
 /**
- * `escalation-edge` → ESCALATED_TO, then §3.4 when the two outcomes' producers differ. A repeated
+ * `escalation-edge` → ESCALATED_TO and, when the two outcomes' producers differ, §3.4. A repeated
  * source/target pair in one batch becomes one row carrying its earliest and latest observation, so it
  * counts once. A record whose outcomes or producers are not in the graph yet is deferred.
  */
@@ -53,17 +53,15 @@ export function projectEscalations(events: readonly Indexed<EscalationEdge>[], s
     )
     .map((row) => ({ ...row }));
   const statements: Statement[] =
-    rows.length === 0
-      ? []
-      : [
-          { name: "escalated-to", cypher: escalatedTo(scoped), params: { rows } },
-          { name: "3.4", cypher: escalationObserved(scoped), params: { rows } },
-        ];
+    rows.length === 0 ? [] : [{ name: "3.4", cypher: escalation(scoped), params: { rows } }];
+  // The rows §3.4 ran on: both outcomes produced, by two different agents.
+  const observed = (results: readonly StatementResult[]) =>
+    (results[0]?.records ?? []).filter((record) => record.produced === true && record.same_agent === false);
   return {
     statements,
     // §3.4's rows say which edges gained their first observation here while undeclared.
     followUp(results: readonly StatementResult[]) {
-      const rows = (results[1]?.records ?? []).map((record) => ({
+      const rows = observed(results).map((record) => ({
         tenant_id: tenantOf.get(Number(record.i)) as string,
         already_counted: record.already_counted === true,
         from_agent: String(record.from_agent),
@@ -79,7 +77,7 @@ export function projectEscalations(events: readonly Indexed<EscalationEdge>[], s
         outcomes.set(Number(record.i), { produced: record.produced === true, sameAgent: record.same_agent === true });
       }
       const counted = new Map<number, boolean>();
-      for (const record of results[1]?.records ?? []) counted.set(Number(record.i), record.already_counted === true);
+      for (const record of observed(results)) counted.set(Number(record.i), record.already_counted === true);
       const fates = new Map<number, Fate>();
       for (const row of rows) {
         const found = outcomes.get(row.i);

@@ -4,7 +4,7 @@ import { patchPom } from "../../bench/peer/build.js";
 import { PEER_STATEMENTS, timestampFields } from "../../bench/peer/statements.js";
 import { connectorConfig } from "../../bench/peer/worker.js";
 import { ESCALATION_DECLARED } from "../../src/cypher/s3_2-escalation-declared.js";
-import { ESCALATION_OBSERVED } from "../../src/cypher/s3_4-escalation-observed.js";
+import { ESCALATION } from "../../src/cypher/s3_4-escalation-observed.js";
 import { canonicalize } from "../../src/model/graph.js";
 
 describe("the peer's statements", () => {
@@ -20,7 +20,7 @@ describe("the peer's statements", () => {
     );
     expect(ESCALATION_DECLARED).toContain("WHERE stale.declared = true AND NOT t.agent_id IN escalation_path");
     expect(PEER_STATEMENTS["escalation-edge"]).toContain("ON CREATE SET r.observed_count = r.observed_count + 1");
-    expect(ESCALATION_OBSERVED).toContain("ON CREATE SET r.observed_count = r.observed_count + 1");
+    expect(ESCALATION).toContain("ON CREATE SET r.observed_count = r.observed_count + 1");
     // ESCALATED_TO's fate report (OPTIONAL MATCH of the producers) is the projector's, not the peer's.
     expect(PEER_STATEMENTS["escalation-edge"]).not.toContain("OPTIONAL MATCH");
   });

@@ -136,6 +136,8 @@ describe("the projections' follow-up", () => {
     const observed = [
       {
         i: 0,
+        produced: true,
+        same_agent: false,
         already_counted: false,
         from_agent: "cl-agt-001",
         to_agent: "cl-agt-002",
@@ -143,10 +145,7 @@ describe("the projections' follow-up", () => {
         declared: false,
       },
     ];
-    const statements = plan.followUp?.([
-      { name: "escalated-to", records: [], counters },
-      { name: "3.4", records: observed, counters },
-    ]);
+    const statements = plan.followUp?.([{ name: "3.4", records: observed, counters }]);
     expect(statements?.flatMap((statement) => statement.params.rows)).toEqual([
       { ...finding("acme", "undeclared-escalation", "cl-agt-001", "cl-agt-002") },
     ]);

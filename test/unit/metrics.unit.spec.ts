@@ -88,7 +88,7 @@ describe("Prometheus metrics", () => {
     const metrics = createPrometheusMetrics();
     // Each stream's write starts at 0 for deadlocks; other errors appear with their first retry.
     const start = metrics.registry.metrics();
-    for (const pattern of ["3.1", "3.1-tombstone", "reachability", "3.3", "outcome", "escalated-to"])
+    for (const pattern of ["3.1", "3.1-tombstone", "reachability", "3.3", "outcome", "3.4"])
       expect(await sample(start, `agp_transaction_retries_total{pattern="${pattern}",reason="DeadlockDetected"}`)).toBe(
         0,
       );

@@ -161,19 +161,41 @@ describe("projectEscalations", () => {
   it("collapses a repeated pair to one row with its first and last observation", () => {
     const events = [escalation("o-1", "o-2", 30), escalation("o-1", "o-2", 10), escalation("o-3", "o-4", 5)];
     const plan = projectEscalations(events.map((event, i) => ({ i, event })));
-    const rows = plan.statements[1]?.params.rows;
+    expect(plan.statements.map((statement) => statement.name)).toEqual(["3.4"]);
+    const rows = plan.statements[0]?.params.rows;
     expect(rows?.map((row) => [row.i, row.first_observed_at, row.last_observed_at])).toEqual([
       [0, Date.UTC(2026, 0, 1) + 10_000, Date.UTC(2026, 0, 1) + 30_000],
       [2, Date.UTC(2026, 0, 1) + 5_000, Date.UTC(2026, 0, 1) + 5_000],
     ]);
-    const fates = plan.fates([
-      result("escalated-to", [{ i: 0, produced: true, same_agent: false }]),
-      result("3.4", [{ i: 0, already_counted: false }]),
-    ]);
+    const fates = plan.fates([result("3.4", [{ i: 0, produced: true, same_agent: false, already_counted: false }])]);
     expect(Object.fromEntries(fates)).toEqual({
       0: { kind: "applied" },
       1: { kind: "unchanged" },
       2: { kind: "deferred", reason: "outcome-missing" },
+    });
+  });
+
+  it("reads §3.4's count only on rows whose two producers differ", () => {
+    const events = [
+      escalation("o-1", "o-2"),
+      escalation("o-3", "o-4"),
+      escalation("o-5", "o-6"),
+      escalation("o-7", "o-8"),
+    ];
+    const plan = projectEscalations(events.map((event, i) => ({ i, event })));
+    const fates = plan.fates([
+      result("3.4", [
+        { i: 0, produced: true, same_agent: false, already_counted: true },
+        { i: 1, produced: true, same_agent: true, already_counted: null },
+        { i: 2, produced: false, same_agent: null, already_counted: null },
+        { i: 3, produced: true, same_agent: false, already_counted: false },
+      ]),
+    ]);
+    expect(Object.fromEntries(fates)).toEqual({
+      0: { kind: "unchanged" },
+      1: { kind: "applied" },
+      2: { kind: "deferred", reason: "producer-missing" },
+      3: { kind: "applied" },
     });
   });
 });

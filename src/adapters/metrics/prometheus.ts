@@ -47,7 +47,7 @@ const STREAM_WRITE_PATTERNS: readonly StatementName[] = [
   "reachability",
   "3.3",
   "outcome",
-  "escalated-to",
+  "3.4",
 ];
 
 export function createPrometheusMetrics(
