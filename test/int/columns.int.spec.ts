@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { toPlain } from "../../src/adapters/neo4j/values.js";
+import { plainRows } from "../../src/adapters/neo4j/values.js";
 import { ROWS_CLAUSE, rowsAsColumns, STRING_SEPARATOR } from "../../src/cypher/columns.js";
 import { Harness, testEnv } from "../support/harness.js";
 
@@ -7,7 +7,8 @@ import { Harness, testEnv } from "../support/harness.js";
  * Rows sent as columns (cypher/columns.ts) are rebuilt by Neo4j itself: the rows a statement sees are
  * the rows the service built, whatever the strings hold — empty ones at either end of a joined column
  * (which a split dropping trailing empties would lose), characters outside the BMP, the separator
- * itself (that column travels as a list), and nulls.
+ * itself (that column travels as a list), and nulls. The rows come back as one record
+ * (`resultsAsOneRecord`) and are read back as the same rows.
  */
 describe("rows sent as columns, rebuilt by Neo4j", () => {
   let harness: Harness;
@@ -46,10 +47,31 @@ describe("rows sent as columns, rebuilt by Neo4j", () => {
     ],
   ];
 
+  it("returns a row for every row, nulls included, and none for a row the statement ends", async () => {
+    const rows = [
+      { i: 0, c: null },
+      { i: 1, c: "x" },
+      { i: 2, c: null },
+    ];
+    const sent = rowsAsColumns(
+      `${ROWS_CLAUSE}\nWITH row WHERE row.i <> 1\nRETURN row.i AS i, row.c AS c, null AS nothing`,
+      {
+        rows,
+      },
+    );
+    const { records } = await harness.driver.executeQuery(sent.cypher, sent.params);
+    expect(plainRows(records, sent.resultKeys ?? [])).toEqual([
+      { i: 0, c: null, nothing: null },
+      { i: 2, c: null, nothing: null },
+    ]);
+  });
+
   it.each(cases)("%s", async (_name, rows) => {
     const sent = rowsAsColumns(echo, { rows });
     expect(Object.keys(sent.params.row_strings as object).length).toBeGreaterThan(0);
+    expect(sent.resultKeys).toEqual(["row"]);
     const { records } = await harness.driver.executeQuery(sent.cypher, sent.params);
-    expect(records.map((record) => toPlain(record.get("row")))).toEqual(rows);
+    expect(records).toHaveLength(1);
+    expect(plainRows(records, ["row"]).map((result) => result.row)).toEqual(rows);
   });
 });

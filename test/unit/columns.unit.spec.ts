@@ -1,5 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { ROWS_CLAUSE, rowsAsColumns, STRING_SEPARATOR } from "../../src/cypher/columns.js";
+import {
+  RESULTS_COLUMN,
+  ROWS_CLAUSE,
+  resultsAsOneRecord,
+  rowsAsColumns,
+  STRING_SEPARATOR,
+} from "../../src/cypher/columns.js";
+import { OUTCOME_WITH_PRODUCED } from "../../src/cypher/s3_3-produced.js";
+import { ESCALATION } from "../../src/cypher/s3_4-escalation-observed.js";
 
 /** The rows a rewritten statement rebuilds, evaluated the way its list comprehensions do. */
 function rebuiltRows(params: Readonly<Record<string, unknown>>, keys: readonly string[]) {
@@ -13,11 +21,11 @@ function rebuiltRows(params: Readonly<Record<string, unknown>>, keys: readonly s
   );
 }
 
+// No RETURN: what a statement returns is rewritten on its own (below).
 const STATEMENT = `
 ${ROWS_CLAUSE}
 MERGE (o:Outcome {outcome_id: row.outcome_id})
 SET o.status = row.status
-RETURN row.i AS i
 `;
 
 describe("rows sent as columns", () => {
@@ -115,5 +123,60 @@ describe("rows sent as columns", () => {
       { rows, row_strings: {} },
     ])
       expect(rowsAsColumns(STATEMENT, clashing).params).toBe(clashing);
+  });
+});
+
+describe("rows returned as one record", () => {
+  it("collects the final RETURN's items, one list per row, and names their keys", () => {
+    const statement = `${ROWS_CLAUSE}
+MATCH (o:Outcome {outcome_id: row.outcome_id})
+CALL (o) {
+  RETURN count(*) AS n
+}
+RETURN row.i AS i, o.agent_id = row.agent_id AS current,
+       n, [x IN [1, 2] | x * 2] AS doubled, {a: 1, b: 'x, y'} AS map`;
+    const rows = [
+      { i: 0, outcome_id: "o-1", agent_id: "a-1" },
+      { i: 1, outcome_id: "o-2", agent_id: "a-2" },
+    ];
+    const sent = rowsAsColumns(statement, { rows });
+    expect(sent.resultKeys).toEqual(["i", "current", "n", "doubled", "map"]);
+    expect(sent.cypher).toContain(
+      "\nWITH row.i AS i, o.agent_id = row.agent_id AS current,\n       n, [x IN [1, 2] | x * 2] AS doubled, {a: 1, b: 'x, y'} AS map\n" +
+        `RETURN collect([i, current, n, doubled, map]) AS ${RESULTS_COLUMN}\n`,
+    );
+    // The subquery's own RETURN and everything before the final one are the statement's text.
+    expect(sent.cypher).toContain("CALL (o) {\n  RETURN count(*) AS n\n}");
+    // Rows sent as columns too.
+    expect(sent.params.row_count).toBe(2);
+  });
+
+  it("rewrites the §3 statements that report a row's fate", () => {
+    expect(resultsAsOneRecord(OUTCOME_WITH_PRODUCED)?.keys).toEqual(["i", "existed"]);
+    expect(resultsAsOneRecord(ESCALATION)?.keys).toEqual([
+      "i",
+      "produced",
+      "same_agent",
+      "already_counted",
+      "from_agent",
+      "to_agent",
+      "observed_count",
+      "declared",
+    ]);
+  });
+
+  it.each([
+    ["an aggregate", `${ROWS_CLAUSE}\nRETURN count(row) AS n`],
+    ["DISTINCT", `${ROWS_CLAUSE}\nRETURN DISTINCT row.i AS i`],
+    ["ORDER BY", `${ROWS_CLAUSE}\nRETURN row.i AS i ORDER BY i`],
+    ["LIMIT", `${ROWS_CLAUSE}\nRETURN row.i AS i LIMIT 3`],
+    ["an unnamed expression", `${ROWS_CLAUSE}\nRETURN row.i`],
+    ["a name twice", `${ROWS_CLAUSE}\nRETURN row.i AS i, row.j AS i`],
+    ["no RETURN", STATEMENT],
+    ["no rows clause", "MATCH (n) RETURN n.id AS id"],
+  ])("leaves a statement with %s as it is", (_name, statement) => {
+    expect(resultsAsOneRecord(statement)).toBeUndefined();
+    const sent = rowsAsColumns(statement, { rows: [{ i: 0 }] });
+    expect(sent).toEqual({ cypher: statement, params: { rows: [{ i: 0 }] } });
   });
 });

@@ -21,7 +21,7 @@ import {
   systemSleep,
 } from "../../ports.js";
 import { currentPem, currentSecret, RotationGrace } from "../credentials.js";
-import { plainRecord, serverMs } from "./values.js";
+import { plainRecord, plainRows, serverMs } from "./values.js";
 
 const rotations = new WeakMap<Driver, { readonly grace: RotationGrace; readonly password: () => string }>();
 
@@ -207,7 +207,7 @@ export function createGraphWriter(
           const counters = result.summary.counters.updates();
           const done: StatementResult = {
             name: statement.name,
-            records: result.records.map(plainRecord),
+            records: sent.resultKeys ? plainRows(result.records, sent.resultKeys) : result.records.map(plainRecord),
             counters: {
               nodesCreated: counters.nodesCreated,
               nodesDeleted: counters.nodesDeleted,

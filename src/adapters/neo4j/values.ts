@@ -1,4 +1,5 @@
 import neo4j from "neo4j-driver";
+import { RESULTS_COLUMN } from "../../cypher/columns.js";
 
 /**
  * Neo4j values to plain JSON-friendly values: integers to numbers, datetimes to epoch milliseconds,
@@ -26,6 +27,21 @@ export function plainRecord(record: neo4j.Record): Record<string, unknown> {
     plain[key as string] = toPlain(record.get(index));
   });
   return plain;
+}
+
+/** A statement's rows sent back as one list (cypher/columns.ts), as plain objects of `keys`. */
+export function plainRows(records: readonly neo4j.Record[], keys: readonly string[]): Record<string, unknown>[] {
+  const rows: Record<string, unknown>[] = [];
+  for (const record of records) {
+    for (const values of record.get(RESULTS_COLUMN) as unknown[][]) {
+      const row: Record<string, unknown> = {};
+      keys.forEach((key, index) => {
+        row[key] = toPlain(values[index]);
+      });
+      rows.push(row);
+    }
+  }
+  return rows;
 }
 
 /**
