@@ -3,6 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { migrate } from "../../src/adapters/neo4j/migrate.js";
 import { REGISTRY_PROJECTION } from "../../src/cypher/s3_1-registry-projection.js";
 import type { Statement, StatementResult } from "../../src/cypher/statement.js";
+import { unchanged } from "../../src/model/fate.js";
 import { projectOutcomes } from "../../src/projection/outcomes.js";
 import { projectRegistry, snapshotRow } from "../../src/projection/registry.js";
 import { escalation, outcome, snapshot, tombstone, tool } from "../support/builders.js";
@@ -139,6 +140,50 @@ describe("races and fences, on real servers", () => {
     expect(graph.count("PRODUCED")).toBe(1);
     expect(graph.rel("PRODUCED", B, "Outcome:o-race-2")).toHaveLength(1);
   });
+
+  // Two transactions linking one outcome take turns on its write lock (the `SET o.…` of a record read
+  // in order, `_LOCK_` on the late path), so the second finds the first one's PRODUCED, however the
+  // record reached it. A §3.3 that read `existed` without that lock and created the relationship
+  // itself left two (tried in the twenty-fourth round; bench/README).
+  it.each([
+    ["redelivered to another instance", false],
+    ["deferred once more, from the retry topic", true],
+  ] as const)(
+    "an outcome linked by two transactions at once, the second copy %s: one PRODUCED",
+    async (_name, late) => {
+      await harness.clearGraph();
+      const database = harness.config.neo4j.database;
+      const A = "fin-agt-091";
+      const record = outcome("o-twice", A, { status: "succeeded" });
+      const writer = harness.graph();
+      // Consumed before its agent existed: the Outcome node without PRODUCED, the record deferred.
+      await writer.apply(database, projectOutcomes([{ i: 0, event: record }]).statements);
+      await harness.driver.executeQuery(
+        REGISTRY_PROJECTION,
+        { rows: [snapshotRow({ i: 0, event: snapshot(A) })] },
+        { database },
+      );
+
+      // The deferred copy, back from the retry topic, links it and holds the outcome; the second copy runs meanwhile.
+      const session = harness.driver.session({ database });
+      let secondFate: unknown;
+      try {
+        const first = await session.beginTransaction();
+        await runIn(first, projectOutcomes([{ i: 0, event: record, late: true }]).statements);
+        const plan = projectOutcomes([{ i: 0, event: record, late }]);
+        const second = writer.apply(database, plan.statements);
+        await blockedOrDone(second);
+        await first.commit();
+        secondFate = plan.fates(await second).get(0);
+      } finally {
+        await session.close();
+      }
+      const graph = new GraphView(await harness.dump());
+      expect(graph.count("PRODUCED")).toBe(1);
+      expect(graph.rel("PRODUCED", A, "Outcome:o-twice")).toHaveLength(1);
+      expect(secondFate).toEqual(unchanged);
+    },
+  );
 
   it("a tombstone for an agent the graph never projected fences every lower version, on every path", async () => {
     await harness.clearGraph();
