@@ -70,6 +70,23 @@ describe("races and fences, on real servers", () => {
     }
   }
 
+  /**
+   * An outcome consumed before its agents existed (the Outcome node without PRODUCED, the record
+   * deferred), then the agents registered. Returns the writer the spec goes on with.
+   */
+  async function outcomeBeforeItsAgents(first: ReturnType<typeof outcome>, agents: readonly string[]) {
+    const database = harness.config.neo4j.database;
+    const writer = harness.graph();
+    await writer.apply(database, projectOutcomes([{ i: 0, event: first }]).statements);
+    for (const agent of agents)
+      await harness.driver.executeQuery(
+        REGISTRY_PROJECTION,
+        { rows: [snapshotRow({ i: 0, event: snapshot(agent) })] },
+        { database },
+      );
+    return writer;
+  }
+
   it("a correction of an outcome's agent and a late copy of its earlier version: one PRODUCED, from the newest", async () => {
     await harness.clearGraph();
     const database = harness.config.neo4j.database;
@@ -78,14 +95,7 @@ describe("races and fences, on real servers", () => {
     const first = outcome("o-race", A, { status: "pending" });
     const correction = outcome("o-race", B, { status: "succeeded" });
     // The first version was consumed before its agent existed: Outcome node, no PRODUCED, deferred.
-    const writer = harness.graph();
-    await writer.apply(database, projectOutcomes([{ i: 0, event: first }]).statements);
-    for (const agent of [A, B])
-      await harness.driver.executeQuery(
-        REGISTRY_PROJECTION,
-        { rows: [snapshotRow({ i: 0, event: snapshot(agent) })] },
-        { database },
-      );
+    const writer = await outcomeBeforeItsAgents(first, [A, B]);
 
     // The correction (its source partition) is applied and holds the outcome; the deferred copy of the
     // first version (the retry partition) runs meanwhile and must see the correction once it commits.
@@ -116,14 +126,7 @@ describe("races and fences, on real servers", () => {
     const B = "fin-agt-089";
     const first = outcome("o-race-2", A, { status: "pending" });
     const correction = outcome("o-race-2", B, { status: "succeeded" });
-    const writer = harness.graph();
-    await writer.apply(database, projectOutcomes([{ i: 0, event: first }]).statements);
-    for (const agent of [A, B])
-      await harness.driver.executeQuery(
-        REGISTRY_PROJECTION,
-        { rows: [snapshotRow({ i: 0, event: snapshot(agent) })] },
-        { database },
-      );
+    const writer = await outcomeBeforeItsAgents(first, [A, B]);
     const session = harness.driver.session({ database });
     try {
       const late = await session.beginTransaction();
@@ -155,14 +158,8 @@ describe("races and fences, on real servers", () => {
       const database = harness.config.neo4j.database;
       const A = "fin-agt-091";
       const record = outcome("o-twice", A, { status: "succeeded" });
-      const writer = harness.graph();
       // Consumed before its agent existed: the Outcome node without PRODUCED, the record deferred.
-      await writer.apply(database, projectOutcomes([{ i: 0, event: record }]).statements);
-      await harness.driver.executeQuery(
-        REGISTRY_PROJECTION,
-        { rows: [snapshotRow({ i: 0, event: snapshot(A) })] },
-        { database },
-      );
+      const writer = await outcomeBeforeItsAgents(record, [A]);
 
       // The deferred copy, back from the retry topic, links it and holds the outcome; the second copy runs meanwhile.
       const session = harness.driver.session({ database });
