@@ -22,6 +22,13 @@ export const ROWS_CLAUSE = "UNWIND $rows AS row";
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
+/** Object.keys(row).length without the array: counted for every row of every batch. */
+function ownKeyCount(row: object): number {
+  let count = 0;
+  for (const key in row) if (Object.hasOwn(row, key)) count++;
+  return count;
+}
+
 /** The ASCII unit separator: no id, status or name the service writes is expected to hold it. */
 export const STRING_SEPARATOR = "\u001f";
 
@@ -56,7 +63,7 @@ function rowsSentAsColumns(cypher: string, params: Readonly<Record<string, unkno
   for (const key of keys) columns[key] = new Array(rows.length);
   for (let index = 0; index < rows.length; index++) {
     const row = rows[index] as Record<string, unknown> | null;
-    if (row === null || typeof row !== "object" || Object.keys(row).length !== keys.length) return { cypher, params };
+    if (row === null || typeof row !== "object" || ownKeyCount(row) !== keys.length) return { cypher, params };
     for (const key of keys) {
       const value = row[key];
       if (value === undefined) return { cypher, params };

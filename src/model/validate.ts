@@ -210,11 +210,16 @@ interface TooLong {
   readonly key: string;
 }
 
-/** The first string over its limit; its path is built on the way out, so a valid event builds none. */
+/**
+ * The first string over its limit; its path is built on the way out, so a valid event builds none.
+ * It runs over every field of every record, so a valid one allocates nothing here: no key list, no
+ * pair for the limit.
+ */
 function firstTooLong(value: unknown, isId: boolean, rules: ValidationRules): TooLong | undefined {
   if (typeof value === "string") {
-    const [limit, key] = isId ? [rules.maxIdLength, "MAX_ID_LENGTH"] : [rules.maxTextLength, "MAX_TEXT_LENGTH"];
-    return value.length > limit ? { path: [], length: value.length, limit, key } : undefined;
+    const limit = isId ? rules.maxIdLength : rules.maxTextLength;
+    if (value.length <= limit) return undefined;
+    return { path: [], length: value.length, limit, key: isId ? "MAX_ID_LENGTH" : "MAX_TEXT_LENGTH" };
   }
   if (Array.isArray(value)) {
     for (let index = 0; index < value.length; index++) {
@@ -227,7 +232,8 @@ function firstTooLong(value: unknown, isId: boolean, rules: ValidationRules): To
     return undefined;
   }
   if (value !== null && typeof value === "object") {
-    for (const field of Object.keys(value)) {
+    for (const field in value) {
+      if (!Object.hasOwn(value, field)) continue;
       const itemIsId = field.endsWith("_id") || field === "escalation_path";
       const found = firstTooLong((value as Record<string, unknown>)[field], itemIsId, rules);
       if (found) {

@@ -6,14 +6,15 @@ import { undeclaredEscalations } from "../model/findings.js";
 import { findingStatements } from "./findings.js";
 import { copyFateToDuplicates, type Indexed, type Plan } from "./plan.js";
 
-interface PairRow {
+// A type rather than an interface: the rows go into the statement's parameters as they are.
+type PairRow = {
   readonly i: number;
   readonly tenant_id?: string;
   readonly source_outcome_id: string;
   readonly target_outcome_id: string;
   first_observed_at: number;
   last_observed_at: number;
-}
+};
 
 /**
  * `escalation-edge` → ESCALATED_TO and, when the two outcomes' producers differ, §3.4. A repeated
@@ -25,7 +26,9 @@ export function projectEscalations(events: readonly Indexed<EscalationEdge>[], s
   const tenantOf = new Map<number, string>();
   const duplicates = new Map<number, number[]>();
   for (const { i, event } of events) {
-    const key = JSON.stringify([event.tenant_id, event.source_outcome_id, event.target_outcome_id]);
+    // Length-prefixed, so no two (tenant, source, target) triples share a key whatever their ids hold.
+    const { tenant_id: tenant, source_outcome_id: source } = event;
+    const key = `${tenant.length}:${tenant}${source.length}:${source}${event.target_outcome_id}`;
     const row = pairs.get(key);
     if (row) {
       row.first_observed_at = Math.min(row.first_observed_at, event.observed_at);
@@ -47,11 +50,9 @@ export function projectEscalations(events: readonly Indexed<EscalationEdge>[], s
   // source but do share targets; locking the targets in one global order keeps concurrent partitions
   // from deadlocking. Each pair appears once, and every write is order-free (MERGE, min, max, +1 per
   // new marker), so row order changes nothing else.
-  const rows = [...pairs.values()]
-    .sort((a, b) =>
-      a.target_outcome_id < b.target_outcome_id ? -1 : a.target_outcome_id > b.target_outcome_id ? 1 : 0,
-    )
-    .map((row) => ({ ...row }));
+  const rows = [...pairs.values()].sort((a, b) =>
+    a.target_outcome_id < b.target_outcome_id ? -1 : a.target_outcome_id > b.target_outcome_id ? 1 : 0,
+  );
   const statements: Statement[] =
     rows.length === 0 ? [] : [{ name: "3.4", cypher: escalation(scoped), params: { rows } }];
   // The rows §3.4 ran on: both outcomes produced, by two different agents.

@@ -13,7 +13,6 @@ import { copyFateToDuplicates, type Indexed, type Plan } from "./plan.js";
  * outcome no longer names is stale.
  */
 export function projectOutcomes(events: readonly Indexed<OutcomeCreated>[], scoped = false): Plan {
-  const tenant = (event: OutcomeCreated) => (scoped ? { tenant_id: event.tenant_id } : {});
   const lateCypher = outcomeProjectionLate(scoped);
   const rounds: Indexed<OutcomeCreated>[][] = [];
   const depthOf = new Map<string, number>();
@@ -37,20 +36,22 @@ export function projectOutcomes(events: readonly Indexed<OutcomeCreated>[], scop
     // so concurrent partitions queue behind each other instead of deadlocking (and waiting out the
     // driver's retry backoff). Each outcome_id appears once per round, so row order changes nothing else.
     // Each statement gets only the fields it reads: parameter packing is most of the driver's CPU.
-    const sorted = [...round].sort(byAgent);
-    const fresh = sorted.filter((item) => item.late !== true);
-    const late = sorted.filter((item) => item.late === true);
+    // The rounds are this function's own arrays: sorted in place, split in one pass.
+    round.sort(byAgent);
+    const fresh: Record<string, unknown>[] = [];
+    const late: Indexed<OutcomeCreated>[] = [];
+    for (const item of round) {
+      if (item.late === true) late.push(item);
+      else fresh.push(outcomeRow(item, scoped));
+    }
     const out: Statement[] = [];
-    if (fresh.length > 0)
-      out.push({
-        name: "3.3",
-        cypher: outcomeWithProduced(scoped),
-        params: { rows: fresh.map((item) => ({ i: item.i, ...tenant(item.event), ...outcomeRow(item) })) },
-      });
+    if (fresh.length > 0) out.push({ name: "3.3", cypher: outcomeWithProduced(scoped), params: { rows: fresh } });
     if (late.length > 0) {
-      const rows = late.map((item) => ({ i: item.i, ...tenant(item.event), ...outcomeRow(item) }));
+      const rows = late.map((item) => outcomeRow(item, scoped));
       out.push({ name: "outcome", cypher: lateCypher, params: { rows } });
-      const producedRows = late.map(({ i, event }) => ({ i, ...tenant(event), outcome_id: event.outcome_id }));
+      const producedRows = late.map(({ i, event }) =>
+        scoped ? { i, tenant_id: event.tenant_id, outcome_id: event.outcome_id } : { i, outcome_id: event.outcome_id },
+      );
       out.push({ name: "3.3", cypher: produced(scoped), params: { rows: producedRows } });
     }
     return out;
@@ -82,15 +83,16 @@ export function projectOutcomes(events: readonly Indexed<OutcomeCreated>[], scop
   };
 }
 
-/** The fields the Outcome node takes from an event. */
-function outcomeRow({ event }: Indexed<OutcomeCreated>) {
-  return {
-    outcome_id: event.outcome_id,
-    agent_id: event.agent_id,
-    status: event.status,
-    correlation_id: event.correlation_id,
-    created_at: event.created_at,
-  };
+/**
+ * The row of an outcome statement: the record's index, its tenant where several share the database,
+ * and the fields the Outcome node takes from the event. Written out rather than spread together: one
+ * is built per record.
+ */
+function outcomeRow({ i, event }: Indexed<OutcomeCreated>, scoped: boolean): Record<string, unknown> {
+  const { outcome_id, agent_id, status, correlation_id, created_at } = event;
+  return scoped
+    ? { i, tenant_id: event.tenant_id, outcome_id, agent_id, status, correlation_id, created_at }
+    : { i, outcome_id, agent_id, status, correlation_id, created_at };
 }
 
 // The global order every transaction takes agent locks in (§3.4 locks its batch's agents in it too).

@@ -90,8 +90,15 @@ export function createBatchApplier(
       stream,
       createCoalescer<SourceRecord>(
         async (records) => {
-          // One transaction for several partitions of the stream: its progress is theirs.
-          const keys = new Set(records.map((record) => `${record.topic}/${record.partition}`));
+          // One transaction for several partitions of the stream: its progress is theirs. Each
+          // partition's records come as one run, so a key is built per run rather than per record.
+          const keys = new Set<string>();
+          let previous: SourceRecord | undefined;
+          for (const record of records) {
+            if (previous?.partition !== record.partition || previous.topic !== record.topic)
+              keys.add(`${record.topic}/${record.partition}`);
+            previous = record;
+          }
           await deps.handle(stream, records, () => {
             for (const key of keys) positions.touch(key);
           });

@@ -110,26 +110,27 @@ export function createAvroDecoder(registry: SchemaRegistry, options: DecoderOpti
   const missTtlMs = options.missTtlMs ?? 60_000;
   const now = options.now ?? Date.now;
   const readers = new Map(STREAMS.map((stream) => [stream, avro.Type.forSchema(readerSchema(stream) as avro.Schema)]));
-  // Resolutions in progress are shared: a batch's records all ask for the same id at once.
-  const resolvers = new Map<string, avro.Resolver | Rejection>();
+  // Resolutions in progress are shared: a batch's records all ask for the same id at once. Keyed by
+  // stream, then id: the lookup runs once per record, and a key string built for it would be garbage.
+  const resolvers = new Map(STREAMS.map((stream) => [stream, new Map<number, avro.Resolver | Rejection>()]));
   const misses = new Map<number, { rejection: Rejection; until: number }>();
   const pending = new Map<string, Promise<avro.Resolver | Rejection>>();
 
   function resolverFor(stream: Stream, id: number): avro.Resolver | Rejection | Promise<avro.Resolver | Rejection> {
-    const cacheKey = `${stream}:${id}`;
-    const cached = resolvers.get(cacheKey);
+    const cached = resolvers.get(stream)?.get(id);
     if (cached) return cached;
+    const cacheKey = `${stream}:${id}`;
     const miss = misses.get(id);
     if (miss && miss.until > now()) return miss.rejection;
     let resolving = pending.get(cacheKey);
     if (!resolving) {
-      resolving = resolve(stream, id, cacheKey).finally(() => pending.delete(cacheKey));
+      resolving = resolve(stream, id).finally(() => pending.delete(cacheKey));
       pending.set(cacheKey, resolving);
     }
     return resolving;
   }
 
-  async function resolve(stream: Stream, id: number, cacheKey: string): Promise<avro.Resolver | Rejection> {
+  async function resolve(stream: Stream, id: number): Promise<avro.Resolver | Rejection> {
     let writer: unknown;
     try {
       writer = await registry.getSchema(id);
@@ -155,7 +156,7 @@ export function createAvroDecoder(registry: SchemaRegistry, options: DecoderOpti
         `writer schema ${id} does not resolve to our ${stream} schema: ${(error as Error).message}`,
       );
     }
-    resolvers.set(cacheKey, resolved);
+    resolvers.get(stream)?.set(id, resolved);
     return resolved;
   }
 
@@ -167,13 +168,17 @@ export function createAvroDecoder(registry: SchemaRegistry, options: DecoderOpti
       const id = value.readInt32BE(1);
       const resolver = await resolverFor(stream, id);
       if (resolver instanceof Rejection) return resolver;
+      const undecodable = (why: string) =>
+        new Rejection("undecodable", `value does not decode with schema id ${id}: ${why}`);
       try {
-        return (readers.get(stream) as avro.Type).fromBuffer(value.subarray(HEADER_BYTES), resolver) as Record<
-          string,
-          unknown
-        >;
+        // Read in place past the header (fromBuffer would need a Buffer view of the body per record),
+        // with fromBuffer's two checks: the body is all there, and nothing follows it.
+        const { value: decoded, offset } = (readers.get(stream) as avro.Type).decode(value, HEADER_BYTES, resolver);
+        if (offset < 0) return undecodable("truncated buffer");
+        if (offset < value.length) return undecodable("trailing data");
+        return decoded as Record<string, unknown>;
       } catch (error) {
-        return new Rejection("undecodable", `value does not decode with schema id ${id}: ${(error as Error).message}`);
+        return undecodable((error as Error).message);
       }
     },
   };
