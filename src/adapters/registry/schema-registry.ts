@@ -168,20 +168,23 @@ export function createAvroDecoder(registry: SchemaRegistry, options: DecoderOpti
       const id = value.readInt32BE(1);
       const resolver = await resolverFor(stream, id);
       if (resolver instanceof Rejection) return resolver;
-      const undecodable = (why: string) =>
-        new Rejection("undecodable", `value does not decode with schema id ${id}: ${why}`);
       try {
         // Read in place past the header (fromBuffer would need a Buffer view of the body per record),
         // with fromBuffer's two checks: the body is all there, and nothing follows it.
         const { value: decoded, offset } = (readers.get(stream) as avro.Type).decode(value, HEADER_BYTES, resolver);
-        if (offset < 0) return undecodable("truncated buffer");
-        if (offset < value.length) return undecodable("trailing data");
+        if (offset < 0) return undecodable(id, "truncated buffer");
+        if (offset < value.length) return undecodable(id, "trailing data");
         return decoded as Record<string, unknown>;
       } catch (error) {
-        return undecodable((error as Error).message);
+        return undecodable(id, (error as Error).message);
       }
     },
   };
+}
+
+/** A value whose body does not read with its writer schema; `why` in avsc's words. */
+function undecodable(id: number, why: string): Rejection {
+  return new Rejection("undecodable", `value does not decode with schema id ${id}: ${why}`);
 }
 
 /**
