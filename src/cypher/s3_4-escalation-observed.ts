@@ -22,8 +22,11 @@ import { keyIndex, scopedKey } from "./tenant.js";
  * transactions sharing two agents deadlocked, and Neo4j aborted one to be retried whole. Locked in
  * one global order they wait for each other instead: at half capacity the escalation transactions'
  * deadlocks fell by about 40% (bench/README, sixteenth round). Those left are on agents too, and
- * partly in the order Neo4j itself takes node locks in at commit (by node id). The same locks keep
- * the increment exact: a transaction reads an edge's observed_count only once it holds both agents.
+ * partly in the order Neo4j itself takes node locks in at commit (by node id). The increment's
+ * exactness does not rest on these locks: with them taken out, two transactions counting on one edge
+ * still both counted (test/int/races), Neo4j making the second wait for the first's SET on the
+ * relationship. Locking existing edges instead of their agents, so that §3.3 could link those
+ * agents' outcomes meanwhile, brought more deadlocks and was not kept (bench/README, twenty-seventh round).
  *
  * Tenant scoping: on a database several tenants share, each `${scopedKey(…)}` opens a node key with
  * tenant_id (cypher/tenant.ts); with one tenant per database the statement is the spec's text, plus

@@ -4,6 +4,7 @@ import { migrate } from "../../src/adapters/neo4j/migrate.js";
 import { REGISTRY_PROJECTION } from "../../src/cypher/s3_1-registry-projection.js";
 import type { Statement, StatementResult } from "../../src/cypher/statement.js";
 import { unchanged } from "../../src/model/fate.js";
+import { projectEscalations } from "../../src/projection/escalations.js";
 import { projectOutcomes } from "../../src/projection/outcomes.js";
 import { projectRegistry, snapshotRow } from "../../src/projection/registry.js";
 import { escalation, outcome, snapshot, tombstone, tool } from "../support/builders.js";
@@ -271,5 +272,46 @@ describe("races and fences, on real servers", () => {
     expect((await harness.deadLetters()).map((letter) => letter.headers["agp-error-message"])).toEqual([]);
     expect(graph.rel("PRODUCED", A, "Outcome:o-esc-source")).toHaveLength(1);
     expect(graph.rel("CAN_ESCALATE_TO", A, B)).toEqual([expect.objectContaining({ observed_count: 1 })]);
+  });
+
+  // §3.4's increment reads observed_count and writes it back while another transaction may be counting
+  // on the same edge. The second transaction waits for the first and counts on top of its commit. (With
+  // §3.4's agent locks taken out this still holds: Neo4j locks the relationship for the SET before
+  // it evaluates `r.observed_count + 1`. What is pinned here is the count, whatever takes the turn.)
+  it.each([
+    ["declared by the registry", true],
+    ["created by the first transaction", false],
+  ] as const)("two transactions counting on one edge %s: both counted", async (_name, declared) => {
+    await harness.clearGraph();
+    const database = harness.config.neo4j.database;
+    const A = "fin-agt-103";
+    const B = "fin-agt-104";
+    const writer = harness.graph();
+    await writer.apply(
+      database,
+      projectRegistry([
+        { i: 0, event: snapshot(A, { escalation_path: declared ? [B] : [] }) },
+        { i: 1, event: snapshot(B) },
+      ]).statements,
+    );
+    const outcomes = ["o-c1", "o-c2", "o-c3", "o-c4"].map((id, n) => outcome(id, n % 2 === 0 ? A : B));
+    await writer.apply(database, projectOutcomes(outcomes.map((event, i) => ({ i, event }))).statements);
+    const session = harness.driver.session({ database });
+    try {
+      const first = await session.beginTransaction();
+      await runIn(first, projectEscalations([{ i: 0, event: escalation("o-c1", "o-c2") }]).statements);
+      const second = writer.apply(
+        database,
+        projectEscalations([{ i: 0, event: escalation("o-c3", "o-c4") }]).statements,
+      );
+      await blockedOrDone(second);
+      await first.commit();
+      await second;
+    } finally {
+      await session.close();
+    }
+    const graph = new GraphView(await harness.dump());
+    expect(graph.rel("CAN_ESCALATE_TO", A, B)).toEqual([expect.objectContaining({ declared, observed_count: 2 })]);
+    expect(graph.count("OBSERVED")).toBe(2);
   });
 });
