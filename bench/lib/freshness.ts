@@ -3,7 +3,7 @@
  * published records a consumer group's committed offsets cover, and the quantiles of what that
  * took — measured from outside, next to the service's own `agp_freshness_seconds` histogram.
  */
-import type { RegistryEvent } from "../../src/model/events.js";
+import type { EscalationEdge, OutcomeCreated, RegistryEvent } from "../../src/model/events.js";
 import { histogramBuckets, type Sample } from "./prom.js";
 
 /**
@@ -55,6 +55,105 @@ export class RecentByAgent {
   pick(agent: string, from: number, to: number, random: () => number): string | undefined {
     const eligible = (this.byAgent.get(agent) ?? []).filter((entry) => entry.at >= from && entry.at <= to);
     return eligible[Math.floor(random() * eligible.length)]?.id;
+  }
+}
+
+/** The length of one tick of a steady load: what it publishes is due by its start. */
+export const TICK_MS = 100;
+
+export interface SteadyLoadOptions {
+  readonly rate: number;
+  readonly ticks: number;
+  /** Outcomes the load's records are copies of (each under an id of its own). */
+  readonly pool: readonly OutcomeCreated[];
+  /** Per agent, the agents its registry entry declares (declaredTargets). */
+  readonly declared: ReadonlyMap<string, readonly string[]>;
+  /** The share of escalations drawn between any two recent outcomes rather than along a declared path. */
+  readonly undeclaredRatio: number;
+  readonly escalationShare: number;
+  readonly random: () => number;
+  /** Makes the load's ids its own: records of two loads never share an id. */
+  readonly label: string;
+}
+
+/** What the load drew: escalations along a declared path, and the others. */
+export interface SteadyLoadDraws {
+  declared: number;
+  random: number;
+}
+
+/**
+ * A steady load, tick by tick: the records each tick publishes, due by its start. Escalations go
+ * between outcomes published 2 to 30 s earlier (10% redelivered copies of earlier escalations), once
+ * there is such a history; the rest are outcomes. Event times are offsets from the load's start (ms):
+ * a tick's own records carry the tick's, a redelivered copy its original's. The records are encoded
+ * before the load and stamped with their real times as they are sent (`LoadProducer.send`), so that
+ * generating and encoding them takes none of the CPU the load is measured on.
+ */
+export function* steadyLoadTicks(
+  options: SteadyLoadOptions,
+  draws: SteadyLoadDraws = { declared: 0, random: 0 },
+): Generator<(OutcomeCreated | EscalationEdge)[]> {
+  const { rate, pool, declared, random, label } = options;
+  // Outcomes published in the last 30 s, oldest first: [head, eligibleEnd) were published 2-30 s ago.
+  const recent: { id: string; at: number; agent: string }[] = [];
+  const byAgent = new RecentByAgent();
+  const redelivery: EscalationEdge[] = [];
+  let head = 0;
+  let eligibleEnd = 0;
+  let k = 0;
+  for (let tick = 0; tick < options.ticks; tick++) {
+    const now = tick * TICK_MS;
+    const due = recordsDue(rate, now) - k;
+    const batch: (OutcomeCreated | EscalationEdge)[] = [];
+    while (head < recent.length && (recent[head] as { at: number }).at < now - 30_000) head++;
+    eligibleEnd = Math.max(eligibleEnd, head);
+    while (eligibleEnd < recent.length && (recent[eligibleEnd] as { at: number }).at <= now - 2_000) eligibleEnd++;
+    if (head > 100_000) {
+      recent.splice(0, head);
+      eligibleEnd -= head;
+      head = 0;
+    }
+    const eligible = eligibleEnd - head;
+    for (let i = 0; i < due; i++) {
+      if (eligible > 1 && random() < options.escalationShare) {
+        if (redelivery.length > 0 && random() < 0.1) {
+          batch.push({ ...(redelivery[Math.floor(random() * redelivery.length)] as EscalationEdge) });
+          continue;
+        }
+        const source = recent[head + Math.floor(random() * eligible)] as (typeof recent)[number];
+        // As in the log the capacity was measured on: all but undeclaredRatio of the escalations
+        // follow a path the source's agent declares, so only those few are governance findings.
+        const targets = random() >= options.undeclaredRatio ? declared.get(source.agent) : undefined;
+        const declaredTarget = targets
+          ? byAgent.pick(targets[Math.floor(random() * targets.length)] as string, now - 30_000, now - 2_000, random)
+          : undefined;
+        const target = declaredTarget ?? (recent[head + Math.floor(random() * eligible)] as { id: string }).id;
+        if (declaredTarget !== undefined) draws.declared += 1;
+        else draws.random += 1;
+        if (source.id !== target) {
+          const edge: EscalationEdge = {
+            kind: "escalation-edge",
+            event_id: `${label}-e${k}-${i}`,
+            tenant_id: "default",
+            source_outcome_id: source.id,
+            target_outcome_id: target,
+            observed_at: now,
+          };
+          batch.push(edge);
+          redelivery.push(edge);
+          if (redelivery.length > 2000) redelivery.shift();
+          continue;
+        }
+      }
+      const base = pool[(k + i) % pool.length] as OutcomeCreated;
+      const id = `${base.outcome_id}-${label}-${k + i}`;
+      batch.push({ ...base, outcome_id: id, event_id: `${base.event_id}-${label}-${k + i}`, created_at: now });
+      recent.push({ id, at: now, agent: base.agent_id });
+      byAgent.add(base.agent_id, id, now);
+    }
+    k += due;
+    yield batch;
   }
 }
 

@@ -12,12 +12,17 @@ import { tracked } from "./child.js";
 
 const SOURCE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../producer/LoadProducer.java");
 
-/** One record of a steady load, its value already encoded. */
+/**
+ * One record of a steady load, its value encoded ahead of the load with `EVENT_TIME_PLACEHOLDER` as its
+ * event time; `send` stamps the real one.
+ */
 export interface LoadRecord {
   readonly topic: string;
   readonly key: string;
+  /** Confluent-framed Avro whose last field is the event time (created_at, observed_at). */
   readonly value: Buffer;
-  readonly timestamp: number;
+  /** How long before its send the record's event happened: 0, or a redelivered copy's age (ms). */
+  readonly eventAgeMs: number;
 }
 
 /** Where a send's records went: per partition, the first offset they were given. */
@@ -27,29 +32,70 @@ export interface LoadPlacement {
   readonly firstOffset: number;
 }
 
+/** A send encoded ahead of the load, to be stamped and published by `LoadProducer.send`, in the order prepared. */
+export interface PreparedSend {
+  readonly records: number;
+}
+
 /** How a steady load publishes: one send at a time, answered once every record is acknowledged. */
 export interface LoadProducer {
   readonly kind: "java" | "kafkajs";
   /** The producer's own process, when it is not the bench's: its CPU is counted beside the bench's. */
   readonly pid?: number;
-  send(records: readonly LoadRecord[]): Promise<LoadPlacement[]>;
+  /** Frames records for one send, before the load: the CPU it takes is not the load's. */
+  prepare(records: readonly LoadRecord[]): PreparedSend;
+  /**
+   * Publishes a prepared send, its records stamped `timestamp` (their Kafka timestamp, and their event
+   * time less their age): only what a send must do is left for the load's time.
+   */
+  send(prepared: PreparedSend, timestamp: number): Promise<LoadPlacement[]>;
   close(): Promise<void>;
+}
+
+/**
+ * The event time a load's values are encoded with before they are stamped. Avro writes a long as a
+ * zig-zag varint, and every millisecond time from 2004 to 2039 (2^40 to 2^41 ms) takes six bytes:
+ * the placeholder's bytes, at the end of the value, are overwritten in place by `stampEventTime`.
+ */
+export const EVENT_TIME_PLACEHOLDER = 2 ** 40;
+
+/** Writes `ms` as the six-byte Avro long that ends at `end` of `buffer` (the value's last field). */
+export function stampEventTime(buffer: Buffer, end: number, ms: number): void {
+  if (!(ms >= 2 ** 40 && ms < 2 ** 41) || !Number.isInteger(ms))
+    throw new Error(`event time ${ms} is not a millisecond time between 2004 and 2039`);
+  let zigzag = ms * 2;
+  for (let at = end - 6; at < end - 1; at++) {
+    buffer[at] = (zigzag % 128) | 0x80;
+    zigzag = Math.floor(zigzag / 128);
+  }
+  buffer[end - 1] = zigzag;
 }
 
 /** With kafkajs, as the projector's own producer: the fallback where the Java client is not at hand. */
 export function kafkajsLoadProducer(producer: Producer): LoadProducer {
+  interface Prepared extends PreparedSend {
+    readonly byTopic: Map<string, { key: string; value: Buffer; eventAgeMs: number }[]>;
+  }
   return {
     kind: "kafkajs",
-    async send(records) {
-      const byTopic = new Map<string, { key: string; value: Buffer; timestamp: string }[]>();
-      for (const { topic, key, value, timestamp } of records) {
+    prepare(records): Prepared {
+      const byTopic = new Map<string, { key: string; value: Buffer; eventAgeMs: number }[]>();
+      for (const { topic, key, value, eventAgeMs } of records) {
         const messages = byTopic.get(topic) ?? [];
-        messages.push({ key, value, timestamp: String(timestamp) });
+        messages.push({ key, value, eventAgeMs });
         byTopic.set(topic, messages);
       }
-      const metadata = await sendBatchAtLeastOnce(producer, {
-        topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
-      });
+      return { records: records.length, byTopic };
+    },
+    async send(prepared, timestamp) {
+      const topicMessages = [...(prepared as Prepared).byTopic].map(([topic, messages]) => ({
+        topic,
+        messages: messages.map(({ key, value, eventAgeMs }) => {
+          stampEventTime(value, value.length, timestamp - eventAgeMs);
+          return { key, value, timestamp: String(timestamp) };
+        }),
+      }));
+      const metadata = await sendBatchAtLeastOnce(producer, { topicMessages });
       return metadata.map((m) => ({ topic: m.topicName, partition: m.partition, firstOffset: Number(m.baseOffset) }));
     },
     close: async () => {},
@@ -86,10 +132,18 @@ export function javaLoadProducer(java: string, classpath: string, bootstrap: str
   const names: string[] = [];
   const stdin = child.stdin as NodeJS.WritableStream;
 
+  interface Prepared extends PreparedSend {
+    readonly frames: Buffer;
+    /** Per record: where its Kafka timestamp starts, where its value ends, and its event's age. */
+    readonly timestampAt: Int32Array;
+    readonly valueEnd: Int32Array;
+    readonly eventAgeMs: Float64Array;
+  }
+
   return {
     kind: "java",
     pid: child.pid as number,
-    async send(records) {
+    prepare(records): Prepared {
       const frames: Buffer[] = [];
       for (const { topic } of records) {
         if (topics.has(topic)) continue;
@@ -105,8 +159,11 @@ export function javaLoadProducer(java: string, classpath: string, bootstrap: str
       let size = 1;
       for (const r of records) size += 1 + 2 + 4 + Buffer.byteLength(r.key) + 4 + r.value.length + 8;
       const body = Buffer.allocUnsafe(size);
+      const timestampAt = new Int32Array(records.length);
+      const valueEnd = new Int32Array(records.length);
+      const eventAgeMs = new Float64Array(records.length);
       let at = 0;
-      for (const r of records) {
+      records.forEach((r, i) => {
         at = body.writeUInt8(0x52, at); // 'R'
         at = body.writeUInt16BE(topics.get(r.topic) as number, at);
         const keyLength = body.write(r.key, at + 4, "utf8");
@@ -114,12 +171,31 @@ export function javaLoadProducer(java: string, classpath: string, bootstrap: str
         at += 4 + keyLength;
         at = body.writeInt32BE(r.value.length, at);
         at += r.value.copy(body, at);
-        at = body.writeBigInt64BE(BigInt(r.timestamp), at);
-      }
+        valueEnd[i] = at;
+        eventAgeMs[i] = r.eventAgeMs;
+        timestampAt[i] = at;
+        at += 8;
+      });
       body.writeUInt8(0x46, at); // 'F'
       frames.push(body);
+      const headerLength = frames.length > 1 ? frames.slice(0, -1).reduce((n, f) => n + f.length, 0) : 0;
+      for (let i = 0; i < records.length; i++) {
+        (timestampAt[i] as number) += headerLength;
+        (valueEnd[i] as number) += headerLength;
+      }
+      return { records: records.length, frames: Buffer.concat(frames), timestampAt, valueEnd, eventAgeMs };
+    },
+    async send(prepared, timestamp) {
+      const { frames, timestampAt, valueEnd, eventAgeMs } = prepared as Prepared;
+      const high = Math.floor(timestamp / 2 ** 32);
+      const low = timestamp % 2 ** 32;
+      for (let i = 0; i < prepared.records; i++) {
+        frames.writeUInt32BE(high, timestampAt[i] as number);
+        frames.writeUInt32BE(low, (timestampAt[i] as number) + 4);
+        stampEventTime(frames, valueEnd[i] as number, timestamp - (eventAgeMs[i] as number));
+      }
       const answer = new Promise<string>((resolve, reject) => waiting.push({ resolve, reject }));
-      stdin.write(Buffer.concat(frames));
+      stdin.write(frames);
       const parsed = JSON.parse(await answer) as { firsts?: [number, number, number][]; error?: string };
       if (parsed.error !== undefined) throw new Error(`the Java load producer failed: ${parsed.error}`);
       return (parsed.firsts ?? []).map(([topic, partition, firstOffset]) => ({

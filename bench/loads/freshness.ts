@@ -9,7 +9,6 @@
 import os from "node:os";
 import { keyOf, publishEvents, streamOf } from "../../src/adapters/kafka/event-publisher.js";
 import { fetchLag } from "../../src/adapters/kafka/group-admin.js";
-import type { EscalationEdge, OutcomeCreated } from "../../src/model/events.js";
 import type { Stream } from "../../src/topics.js";
 import { generateEventLog, prng } from "../../workload/generate.js";
 import { FRESHNESS_SECONDS, FRESHNESS_WARMUP, nullable, round, SEED, say, sleep } from "../args.js";
@@ -21,13 +20,14 @@ import {
   freshnessTimeline,
   gaugeMax,
   histogramMaxBound,
-  RecentByAgent,
-  recordsDue,
   type Settled,
+  type SteadyLoadDraws,
   sampleDelta,
+  steadyLoadTicks,
+  TICK_MS,
   weightedQuantile,
 } from "../lib/freshness.js";
-import { framedEncoder } from "../lib/load-producer.js";
+import { EVENT_TIME_PLACEHOLDER, framedEncoder, type LoadRecord, type PreparedSend } from "../lib/load-producer.js";
 import { startProjector } from "../lib/projector.js";
 import { histogramQuantile, type Sample, statementTimes, total, totalsBy } from "../lib/prom.js";
 import type { FreshnessResult } from "../results.js";
@@ -80,15 +80,49 @@ export async function runFreshness(
   );
   const tracker = new CohortTracker();
   const measured = [freshNames.source["outcome-created"], freshNames.source["escalation-edge"]];
-  // Outcomes published in the last 30 s, oldest first: [head, eligibleEnd) were published 2-30 s ago.
-  const recent: { id: string; at: number; agent: string }[] = [];
-  const byAgent = new RecentByAgent();
-  const declared = declaredTargets(log.registry);
-  let declaredDrawn = 0;
-  let randomDrawn = 0;
-  let head = 0;
-  let eligibleEnd = 0;
-  const redelivery: EscalationEdge[] = [];
+  // The whole load generated and encoded before it starts, in sends of at most 2,000 records as
+  // publishEvents sends them (a tick that fell behind would otherwise put more than a partition's 1 MiB
+  // message.max.bytes in one record batch): the bench's own CPU during the load is then what sending
+  // and measuring take, not what making the records takes (the twenty-seventh round: 7.5 of the
+  // load's ~110 CPU-seconds at 14,000/s).
+  const preparing = Date.now();
+  const draws: SteadyLoadDraws = { declared: 0, random: 0 };
+  const ticks: PreparedSend[][] = [];
+  let prepared = 0;
+  for (const events of steadyLoadTicks(
+    {
+      rate,
+      ticks: Math.ceil(((warmupSeconds + FRESHNESS_SECONDS) * 1000) / TICK_MS),
+      pool,
+      declared: declaredTargets(log.registry),
+      undeclaredRatio: size.undeclaredRatio,
+      escalationShare,
+      random,
+      label,
+    },
+    draws,
+  )) {
+    const tickAt = ticks.length * TICK_MS;
+    const sends: PreparedSend[] = [];
+    for (let start = 0; start < events.length; start += REQUEST_RECORDS) {
+      const records = events.slice(start, start + REQUEST_RECORDS).map(
+        (event): LoadRecord => ({
+          topic: freshNames.source[streamOf(event)],
+          key: keyOf(event),
+          value: encode(
+            event.kind === "outcome-created"
+              ? { ...event, created_at: EVENT_TIME_PLACEHOLDER }
+              : { ...event, observed_at: EVENT_TIME_PLACEHOLDER },
+          ),
+          eventAgeMs: tickAt - (event.kind === "outcome-created" ? event.created_at : event.observed_at),
+        }),
+      );
+      sends.push(loadProducer.prepare(records));
+    }
+    prepared += events.length;
+    ticks.push(sends);
+  }
+  say(`  ${label}: ${prepared} records generated and encoded in ${round((Date.now() - preparing) / 1000, 1)} s`);
   let k = 0;
   let published = 0;
   let before: Sample[] = [];
@@ -139,8 +173,8 @@ export async function runFreshness(
     }
   })();
   let lastReport = loadStart;
-  for (let tick = 0; ; tick++) {
-    const tickStart = loadStart + tick * 100;
+  for (const [tick, sends] of ticks.entries()) {
+    const tickStart = loadStart + tick * TICK_MS;
     if (tickStart >= measureUntil) break;
     if (!measuring && tickStart >= measureFrom) {
       before = await child.scrape();
@@ -151,80 +185,23 @@ export async function runFreshness(
       });
       measuring = true;
     }
-    const elapsed = Date.now() - loadStart;
-    // Records due by now minus those already sent: a slow send is caught up by the next tick.
-    const due = recordsDue(rate, Math.min(elapsed, measureUntil - loadStart)) - k;
+    // Stamped when sent, as a producer stamps what it publishes; a tick sent late is caught up by
+    // the next one not waiting.
     const now = Date.now();
-    const batch: (OutcomeCreated | EscalationEdge)[] = [];
-    // Escalations between outcomes published 2 to 30 s earlier (10% redelivered copies), once
-    // there is such a history; the rest outcomes, stamped with the time they are published.
-    while (head < recent.length && (recent[head] as { at: number }).at < now - 30_000) head++;
-    eligibleEnd = Math.max(eligibleEnd, head);
-    while (eligibleEnd < recent.length && (recent[eligibleEnd] as { at: number }).at <= now - 2_000) eligibleEnd++;
-    if (head > 100_000) {
-      recent.splice(0, head);
-      eligibleEnd -= head;
-      head = 0;
-    }
-    const eligible = eligibleEnd - head;
-    for (let i = 0; i < due; i++) {
-      if (eligible > 1 && random() < escalationShare) {
-        if (redelivery.length > 0 && random() < 0.1) {
-          batch.push({ ...(redelivery[Math.floor(random() * redelivery.length)] as EscalationEdge) });
-          continue;
-        }
-        const source = recent[head + Math.floor(random() * eligible)] as (typeof recent)[number];
-        // As in the log the capacity was measured on: all but undeclaredRatio of the escalations
-        // follow a path the source's agent declares, so only those few are governance findings.
-        const targets = random() >= size.undeclaredRatio ? declared.get(source.agent) : undefined;
-        const declaredTarget = targets
-          ? byAgent.pick(targets[Math.floor(random() * targets.length)] as string, now - 30_000, now - 2_000, random)
-          : undefined;
-        const target = declaredTarget ?? (recent[head + Math.floor(random() * eligible)] as { id: string }).id;
-        if (declaredTarget !== undefined) declaredDrawn += 1;
-        else randomDrawn += 1;
-        if (source.id !== target) {
-          const edge: EscalationEdge = {
-            kind: "escalation-edge",
-            event_id: `${label}-e${k}-${i}`,
-            tenant_id: "default",
-            source_outcome_id: source.id,
-            target_outcome_id: target,
-            observed_at: now,
-          };
-          batch.push(edge);
-          redelivery.push(edge);
-          if (redelivery.length > 2000) redelivery.shift();
-          continue;
-        }
-      }
-      const base = pool[(k + i) % pool.length] as OutcomeCreated;
-      const id = `${base.outcome_id}-${label}-${k + i}`;
-      batch.push({ ...base, outcome_id: id, event_id: `${base.event_id}-${label}-${k + i}`, created_at: now });
-      recent.push({ id, at: now, agent: base.agent_id });
-      byAgent.add(base.agent_id, id, now);
-    }
-    k += due;
-    // In sends of at most 2,000 records, as publishEvents sends them: a tick that fell behind would
-    // otherwise put more than a partition's 1 MiB message.max.bytes in one record batch.
-    for (let start = 0; start < batch.length; start += REQUEST_RECORDS) {
-      const records = batch.slice(start, start + REQUEST_RECORDS).map((event) => ({
-        topic: freshNames.source[streamOf(event)],
-        key: keyOf(event),
-        value: encode(event),
-        timestamp: now,
-      }));
-      for (const placed of await loadProducer.send(records))
+    for (const send of sends) {
+      for (const placed of await loadProducer.send(send, now))
         if (measuring) tracker.add(placed.topic, placed.partition, placed.firstOffset, now);
+      k += send.records;
+      if (measuring) published += send.records;
     }
-    if (measuring) published += batch.length;
     if (Date.now() - lastReport > 15_000) {
       lastReport = Date.now();
       say(`  ${label}: ${k} published, ${tracker.unsettledCohorts()} produce request(s) not yet committed`);
     }
-    const wait = loadStart + (tick + 1) * 100 - Date.now();
+    const wait = loadStart + (tick + 1) * TICK_MS - Date.now();
     if (wait > 0) await sleep(wait);
   }
+  ticks.length = 0;
   const publishedSeconds = (Date.now() - measureFrom) / 1000;
   for (const topic of measured)
     for (const p of await admin.fetchTopicOffsets(topic)) tracker.close(topic, p.partition, Number(p.high));
@@ -286,7 +263,7 @@ export async function runFreshness(
       "escalation-edge": nullable(oldestUnapplied["escalation-edge"]),
     },
     timeline,
-    escalationsOnDeclaredPaths: round(declaredDrawn / Math.max(1, declaredDrawn + randomDrawn), 3),
+    escalationsOnDeclaredPaths: round(draws.declared / Math.max(1, draws.declared + draws.random), 3),
     metricsScrapeErrors: scrapeErrors,
     deferred: total(window, "agp_records_total", { result: "deferred" }),
     transactionRetries: total(window, "agp_transaction_retries_total"),

@@ -1,5 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { framedEncoder, javaLoadProducer, type LoadPlacement, type LoadRecord } from "../../bench/lib/load-producer.js";
+import {
+  EVENT_TIME_PLACEHOLDER,
+  framedEncoder,
+  javaLoadProducer,
+  type LoadPlacement,
+  type LoadRecord,
+} from "../../bench/lib/load-producer.js";
 import { readTopicsToEnd } from "../../src/adapters/kafka/read-topic.js";
 import type { EscalationEdge, OutcomeCreated } from "../../src/model/events.js";
 import { stackKafkaClient } from "../../stack/api.js";
@@ -38,12 +44,15 @@ describe.skipIf(!client)("the bench's Java load producer (Kafka's Java client, l
 
     const topicOf = (event: OutcomeCreated | EscalationEdge) =>
       harness.names.source[event.kind === "outcome-created" ? "outcome-created" : "escalation-edge"];
-    const recordOf = (event: OutcomeCreated | EscalationEdge, timestamp: number): LoadRecord => ({
+    // Encoded before the load with a placeholder event time, stamped as they are sent.
+    const recordOf = (event: OutcomeCreated | EscalationEdge, eventAgeMs = 0): LoadRecord => ({
       topic: topicOf(event),
       key: event.kind === "outcome-created" ? event.outcome_id : event.source_outcome_id,
-      value: encode(event),
-      timestamp,
+      value: encode(stamped(event, EVENT_TIME_PLACEHOLDER)),
+      eventAgeMs,
     });
+    const stamped = (event: OutcomeCreated | EscalationEdge, at: number): OutcomeCreated | EscalationEdge =>
+      event.kind === "outcome-created" ? { ...event, created_at: at } : { ...event, observed_at: at };
     const producer = javaLoadProducer(
       client?.java as string,
       client?.classpath as string,
@@ -52,8 +61,11 @@ describe.skipIf(!client)("the bench's Java load producer (Kafka's Java client, l
     let first: LoadPlacement[];
     let second: LoadPlacement[];
     try {
-      first = await producer.send([...outcomes.slice(0, 30).map((o) => recordOf(o, t0)), recordOf(edge, t0 + 1)]);
-      second = await producer.send(outcomes.slice(30).map((o) => recordOf(o, t0 + 500)));
+      // Both prepared first, as a load prepares every send before it starts.
+      const firstSend = producer.prepare([...outcomes.slice(0, 30).map((o) => recordOf(o)), recordOf(edge, 250)]);
+      const secondSend = producer.prepare(outcomes.slice(30).map((o) => recordOf(o)));
+      first = await producer.send(firstSend, t0);
+      second = await producer.send(secondSend, t0 + 500);
     } finally {
       await producer.close();
     }
@@ -72,13 +84,19 @@ describe.skipIf(!client)("the bench's Java load producer (Kafka's Java client, l
       }),
     );
     expect(read).toHaveLength(41);
+    // Each value as the registry client frames the event with the time it was stamped with: the send's,
+    // less the event's age (a redelivered copy's).
+    const sentAt = (event: OutcomeCreated | EscalationEdge) =>
+      event === edge ? t0 - 250 : outcomes.indexOf(event as OutcomeCreated) < 30 ? t0 : t0 + 500;
     for (const event of [...outcomes, edge]) {
       const key = event.kind === "outcome-created" ? event.outcome_id : event.source_outcome_id;
       const found = read.find((r) => r.topic === topicOf(event) && r.key === key);
-      expect(found?.value.equals(encode(event)), key).toBe(true);
+      const expected = (await harness.encode(stamped(event, sentAt(event)))).value as Buffer;
+      expect(found?.value.equals(expected), key).toBe(true);
     }
     expect(read.find((r) => r.key === "out-35")?.timestamp).toBe(t0 + 500);
-    expect(read.find((r) => r.topic === topicOf(edge))?.timestamp).toBe(t0 + 1);
+    expect(read.find((r) => r.key === "out-3")?.timestamp).toBe(t0);
+    expect(read.find((r) => r.topic === topicOf(edge))?.timestamp).toBe(t0);
 
     // Each send's first offset per partition is where that send's records begin there.
     const firstOf = (records: typeof read) => {

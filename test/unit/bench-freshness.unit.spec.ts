@@ -1,3 +1,4 @@
+import avro from "avsc";
 import { describe, expect, it } from "vitest";
 import { freshnessRow } from "../../bench/lib/chart.js";
 import {
@@ -10,12 +11,17 @@ import {
   RecentByAgent,
   recordsDue,
   sampleDelta,
+  steadyLoadTicks,
+  TICK_MS,
   weightedQuantile,
 } from "../../bench/lib/freshness.js";
+import { EVENT_TIME_PLACEHOLDER, stampEventTime } from "../../bench/lib/load-producer.js";
 import { histogramQuantile, parseMetrics } from "../../bench/lib/prom.js";
 import { renderChart, textWidth } from "../../bench/lib/svg.js";
 import type { FreshnessResult } from "../../bench/results.js";
-import type { RegistryEvent } from "../../src/model/events.js";
+import type { EscalationEdge, OutcomeCreated, RegistryEvent } from "../../src/model/events.js";
+import { readerSchema } from "../../src/model/schemas.js";
+import { generateEventLog, prng } from "../../workload/generate.js";
 
 describe("the steady-load rate schedule", () => {
   it("publishes exactly ⌊rate·t⌋ records by time t, whatever the tick", () => {
@@ -92,6 +98,84 @@ describe("escalations drawn like the log's", () => {
     expect(recent.pick("a", 0, 2_000, () => 0)).toBeUndefined();
     expect(recent.pick("a", 0, 10_000, () => 0.99)).toBe("o3");
     expect(recent.pick("c", 0, 10_000, () => 0)).toBeUndefined();
+  });
+});
+
+describe("a steady load generated before it runs", () => {
+  const log = generateEventLog(3);
+  const declared = declaredTargets(log.registry);
+  const load = (rate: number, ticks: number, draws = { declared: 0, random: 0 }) => [
+    ...steadyLoadTicks(
+      {
+        rate,
+        ticks,
+        pool: log.outcomes,
+        declared,
+        undeclaredRatio: 0.1,
+        escalationShare: 0.2,
+        random: prng(11),
+        label: "t",
+      },
+      draws,
+    ),
+  ];
+
+  it("publishes in each tick what is due by its start, outcomes stamped with the tick's time", () => {
+    const ticks = load(1_234, 400);
+    ticks.forEach((events, tick) => {
+      expect(events).toHaveLength(recordsDue(1_234, tick * TICK_MS) - recordsDue(1_234, (tick - 1) * TICK_MS));
+      for (const event of events) if (event.kind === "outcome-created") expect(event.created_at).toBe(tick * TICK_MS);
+    });
+    const ids = ticks.flat().flatMap((e) => (e.kind === "outcome-created" ? [e.outcome_id] : []));
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  it("draws escalations between outcomes published 2 to 30 s before, a tenth of them redelivered copies", () => {
+    const draws = { declared: 0, random: 0 };
+    const ticks = load(500, 600, draws);
+    const publishedAt = new Map<string, number>();
+    let copies = 0;
+    let escalations = 0;
+    ticks.forEach((events, tick) => {
+      const now = tick * TICK_MS;
+      for (const event of events) {
+        if (event.kind === "outcome-created") {
+          publishedAt.set(event.outcome_id, event.created_at);
+          continue;
+        }
+        escalations += 1;
+        const edge = event as EscalationEdge;
+        // A copy keeps its original's time (one of an escalation of the same tick counts as drawn).
+        if (edge.observed_at < now) copies += 1;
+        for (const id of [edge.source_outcome_id, edge.target_outcome_id]) {
+          const at = publishedAt.get(id) as number;
+          expect(edge.observed_at - at).toBeGreaterThanOrEqual(2_000);
+          expect(edge.observed_at - at).toBeLessThanOrEqual(30_000);
+        }
+      }
+    });
+    const all = ticks.flat().length;
+    expect(escalations / all).toBeGreaterThan(0.15);
+    expect(escalations / all).toBeLessThan(0.2);
+    expect(copies / escalations).toBeGreaterThan(0.05);
+    expect(copies / escalations).toBeLessThan(0.15);
+    // Along declared paths where the target agent has a recent outcome, between any two otherwise.
+    expect(draws.declared).toBeGreaterThan(0);
+    expect(draws.random).toBeGreaterThan(0);
+  });
+
+  it("stamps an encoded value's event time in place, as Avro would have encoded it", () => {
+    const type = avro.Type.forSchema(readerSchema("outcome-created") as avro.Schema);
+    const outcome = log.outcomes[0] as OutcomeCreated;
+    const { kind: _kind, ...fields } = outcome;
+    for (const at of [2 ** 40, 1_764_000_000_123, Date.UTC(2039, 0, 1), 2 ** 41 - 1]) {
+      const value = type.toBuffer({ ...fields, created_at: EVENT_TIME_PLACEHOLDER });
+      stampEventTime(value, value.length, at);
+      expect(value.equals(type.toBuffer({ ...fields, created_at: at })), String(at)).toBe(true);
+    }
+    const value = type.toBuffer({ ...fields, created_at: EVENT_TIME_PLACEHOLDER });
+    expect(() => stampEventTime(value, value.length, 2 ** 41)).toThrow(/between 2004 and 2039/);
+    expect(() => stampEventTime(value, value.length, 1_000)).toThrow(/between 2004 and 2039/);
   });
 });
 
