@@ -59,6 +59,14 @@ export interface LoadProducer {
  */
 export const EVENT_TIME_PLACEHOLDER = 2 ** 40;
 
+/** A load event's own time: when the outcome was created or the escalation observed. */
+export const eventTimeOf = (event: OutcomeCreated | EscalationEdge): number =>
+  event.kind === "outcome-created" ? event.created_at : event.observed_at;
+
+/** The same event at another time. */
+export const withEventTime = <E extends OutcomeCreated | EscalationEdge>(event: E, at: number): E =>
+  event.kind === "outcome-created" ? { ...event, created_at: at } : { ...event, observed_at: at };
+
 /** Writes `ms` as the six-byte Avro long that ends at `end` of `buffer` (the value's last field). */
 export function stampEventTime(buffer: Buffer, end: number, ms: number): void {
   if (!(ms >= 2 ** 40 && ms < 2 ** 41) || !Number.isInteger(ms))
@@ -156,6 +164,8 @@ export function javaLoadProducer(java: string, classpath: string, bootstrap: str
         topics.set(topic, names.length);
         names.push(topic);
       }
+      // Positions are kept in the frames as sent: the topic frames go before the body.
+      const headerLength = frames.reduce((n, frame) => n + frame.length, 0);
       let size = 1;
       for (const r of records) size += 1 + 2 + 4 + Buffer.byteLength(r.key) + 4 + r.value.length + 8;
       const body = Buffer.allocUnsafe(size);
@@ -171,18 +181,13 @@ export function javaLoadProducer(java: string, classpath: string, bootstrap: str
         at += 4 + keyLength;
         at = body.writeInt32BE(r.value.length, at);
         at += r.value.copy(body, at);
-        valueEnd[i] = at;
+        valueEnd[i] = headerLength + at;
         eventAgeMs[i] = r.eventAgeMs;
-        timestampAt[i] = at;
+        timestampAt[i] = headerLength + at;
         at += 8;
       });
       body.writeUInt8(0x46, at); // 'F'
       frames.push(body);
-      const headerLength = frames.length > 1 ? frames.slice(0, -1).reduce((n, f) => n + f.length, 0) : 0;
-      for (let i = 0; i < records.length; i++) {
-        (timestampAt[i] as number) += headerLength;
-        (valueEnd[i] as number) += headerLength;
-      }
       return { records: records.length, frames: Buffer.concat(frames), timestampAt, valueEnd, eventAgeMs };
     },
     async send(prepared, timestamp) {

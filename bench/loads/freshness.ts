@@ -27,7 +27,14 @@ import {
   TICK_MS,
   weightedQuantile,
 } from "../lib/freshness.js";
-import { EVENT_TIME_PLACEHOLDER, framedEncoder, type LoadRecord, type PreparedSend } from "../lib/load-producer.js";
+import {
+  EVENT_TIME_PLACEHOLDER,
+  eventTimeOf,
+  framedEncoder,
+  type LoadRecord,
+  type PreparedSend,
+  withEventTime,
+} from "../lib/load-producer.js";
 import { startProjector } from "../lib/projector.js";
 import { histogramQuantile, type Sample, statementTimes, total, totalsBy } from "../lib/prom.js";
 import type { FreshnessResult } from "../results.js";
@@ -109,12 +116,8 @@ export async function runFreshness(
         (event): LoadRecord => ({
           topic: freshNames.source[streamOf(event)],
           key: keyOf(event),
-          value: encode(
-            event.kind === "outcome-created"
-              ? { ...event, created_at: EVENT_TIME_PLACEHOLDER }
-              : { ...event, observed_at: EVENT_TIME_PLACEHOLDER },
-          ),
-          eventAgeMs: tickAt - (event.kind === "outcome-created" ? event.created_at : event.observed_at),
+          value: encode(withEventTime(event, EVENT_TIME_PLACEHOLDER)),
+          eventAgeMs: tickAt - eventTimeOf(event),
         }),
       );
       sends.push(loadProducer.prepare(records));

@@ -5,6 +5,7 @@ import {
   javaLoadProducer,
   type LoadPlacement,
   type LoadRecord,
+  withEventTime,
 } from "../../bench/lib/load-producer.js";
 import { readTopicsToEnd } from "../../src/adapters/kafka/read-topic.js";
 import type { EscalationEdge, OutcomeCreated } from "../../src/model/events.js";
@@ -48,11 +49,9 @@ describe.skipIf(!client)("the bench's Java load producer (Kafka's Java client, l
     const recordOf = (event: OutcomeCreated | EscalationEdge, eventAgeMs = 0): LoadRecord => ({
       topic: topicOf(event),
       key: event.kind === "outcome-created" ? event.outcome_id : event.source_outcome_id,
-      value: encode(stamped(event, EVENT_TIME_PLACEHOLDER)),
+      value: encode(withEventTime(event, EVENT_TIME_PLACEHOLDER)),
       eventAgeMs,
     });
-    const stamped = (event: OutcomeCreated | EscalationEdge, at: number): OutcomeCreated | EscalationEdge =>
-      event.kind === "outcome-created" ? { ...event, created_at: at } : { ...event, observed_at: at };
     const producer = javaLoadProducer(
       client?.java as string,
       client?.classpath as string,
@@ -91,7 +90,7 @@ describe.skipIf(!client)("the bench's Java load producer (Kafka's Java client, l
     for (const event of [...outcomes, edge]) {
       const key = event.kind === "outcome-created" ? event.outcome_id : event.source_outcome_id;
       const found = read.find((r) => r.topic === topicOf(event) && r.key === key);
-      const expected = (await harness.encode(stamped(event, sentAt(event)))).value as Buffer;
+      const expected = (await harness.encode(withEventTime(event, sentAt(event)))).value as Buffer;
       expect(found?.value.equals(expected), key).toBe(true);
     }
     expect(read.find((r) => r.key === "out-35")?.timestamp).toBe(t0 + 500);
