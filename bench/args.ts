@@ -29,6 +29,7 @@ const OPTIONS = {
   "skip-correctness": { type: "boolean", default: false },
   "skip-dependency-order": { type: "boolean", default: false },
   "skip-freshness": { type: "boolean", default: false },
+  "skip-capacity-checks": { type: "boolean", default: false },
   "freshness-seconds": { type: "string" },
   "freshness-warmup": { type: "string" },
   "freshness-rates": { type: "string", default: "0.5,0.9" },
@@ -66,7 +67,7 @@ peer       --skip-peer   --peer-config BATCHxTASKS (Neo4j's Kafka connector)   -
            --skip-dependency-order (the like-for-like comparison on the log in dependency order)
 soak       --soak-minutes N (10; 0 skips)   --soak-rate R (500 records/s)
 freshness  --skip-freshness   --freshness-seconds N   --freshness-warmup N   --freshness-rates 0.5,0.9
-           --freshness-rps R1,R2   --freshness-capacity R
+           --freshness-rps R1,R2   --freshness-capacity R   --skip-capacity-checks
            --load-producer java|kafkajs (the steady loads' producer; java where the stack's Kafka jars are)
 leftovers  --keep-topics   --keep-graph
 `;

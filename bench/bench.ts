@@ -62,7 +62,7 @@ import {
   runBaseline,
   wipeGraph,
 } from "./lib/direct.js";
-import { freshnessRates } from "./lib/freshness.js";
+import { achievedOfCapacity, freshnessRates } from "./lib/freshness.js";
 import { javaLoadProducer, kafkajsLoadProducer, type LoadProducer } from "./lib/load-producer.js";
 import { watchLongTransactions } from "./lib/long-transactions.js";
 import { prepareProjector } from "./lib/projector.js";
@@ -78,7 +78,7 @@ import { buildPeerForStack, loadPeerEnv } from "./peer/peer.js";
 import { type PeerRunResult, type PeerSetup, runPeer } from "./peer/run.js";
 import { apicurioApiUrl } from "./peer/worker.js";
 import { writeReport } from "./report.js";
-import type { DependencyOrderRun, FreshnessResult, RunResult } from "./results.js";
+import type { CapacitySource, DependencyOrderRun, FreshnessResult, RunResult } from "./results.js";
 
 async function main(): Promise<void> {
   const started = new Date();
@@ -388,25 +388,56 @@ async function main(): Promise<void> {
   }
 
   // ---- freshness under a steady load ----------------------------------------------------------
-  // Records published at a fixed rate (fractions of this run's single-instance capacity, or
-  // --freshness-rps), each stamped with the time it is published as its event time; freshness read
-  // twice: the service's own agp_freshness_seconds histogram (graph commit − event time), and from
-  // outside, the consumer group's committed offsets polled every 200 ms (commit seen − event time).
-  const freshnessCapacity =
-    flags["freshness-capacity"] !== undefined
-      ? Number(flags["freshness-capacity"])
-      : runs.some((r) => r.instances === 1)
-        ? median(runs.filter((r) => r.instances === 1).map((r) => r.recordsPerSecond))
-        : null;
+  // Records published at a fixed rate (fractions of the backlog capacity, or --freshness-rps), each
+  // stamped with the time it is published as its event time; freshness read twice: the service's own
+  // agp_freshness_seconds histogram (graph commit − event time), and from outside, the consumer
+  // group's committed offsets polled every 200 ms (commit seen − event time).
+  //
+  // The capacity a fraction is taken of is measured again right before each load, and once more
+  // after the last (capacity checks: one single-instance backlog run on the log each): the host's
+  // speed moves by a fifth within minutes, and the runs above end half an hour before the loads.
+  const fractions = numbers(flags["freshness-rates"]);
+  const explicitRates = numbers(flags["freshness-rps"]);
+  const givenCapacity = flags["freshness-capacity"] !== undefined ? Number(flags["freshness-capacity"]) : null;
+  const capacityChecks: RunResult[] = [];
   const freshness: FreshnessResult[] = [];
   if (!flags["skip-freshness"] && FRESHNESS_SECONDS > 0) {
-    const plan = freshnessRates(freshnessCapacity, numbers(flags["freshness-rates"]), numbers(flags["freshness-rps"]));
-    if (plan.length === 0)
-      say(
-        "freshness: skipped (no single-instance run to take the capacity from; give --freshness-rps or --freshness-capacity)",
-      );
-    for (const [n, { rate, fractionOfCapacity }] of plan.entries())
-      freshness.push(await runFreshness(run, n + 1, rate, fractionOfCapacity, freshnessCapacity));
+    const checking = explicitRates.length === 0 && givenCapacity === null && !flags["skip-capacity-checks"];
+    const checkCapacity = async (): Promise<number> => {
+      await wipeGraph(driver, database);
+      const check = await runProjectors(run, 1, `cap${capacityChecks.length + 1}`);
+      capacityChecks.push(check);
+      say(`capacity check ${capacityChecks.length}: ${check.recordsPerSecond} rec/s`);
+      return check.recordsPerSecond;
+    };
+    if (checking && fractions.length > 0) {
+      let before = await checkCapacity();
+      for (const [n, fraction] of fractions.entries()) {
+        const [{ rate, fractionOfCapacity }] = freshnessRates(before, [fraction], []) as [
+          { rate: number; fractionOfCapacity: number | null },
+        ];
+        const load = await runFreshness(run, n + 1, rate, fractionOfCapacity, before, "check-before");
+        const after = await checkCapacity();
+        freshness.push({
+          ...load,
+          capacityAfter: after,
+          achievedOfCapacity: achievedOfCapacity(load.achievedRate, before, after),
+        });
+        before = after;
+      }
+    } else {
+      const single = runs.filter((r) => r.instances === 1);
+      const capacity = givenCapacity ?? (single.length > 0 ? median(single.map((r) => r.recordsPerSecond)) : null);
+      const from: CapacitySource | undefined =
+        givenCapacity !== null ? "given" : capacity !== null ? "single-instance-runs" : undefined;
+      const plan = freshnessRates(capacity, fractions, explicitRates);
+      if (plan.length === 0)
+        say(
+          "freshness: skipped (no capacity to take fractions of: give --freshness-rps or --freshness-capacity, or leave the capacity checks on)",
+        );
+      for (const [n, { rate, fractionOfCapacity }] of plan.entries())
+        freshness.push(await runFreshness(run, n + 1, rate, fractionOfCapacity, capacity, from));
+    }
   }
 
   // ---- report --------------------------------------------------------------------------------
@@ -430,6 +461,7 @@ async function main(): Promise<void> {
     soak,
     soakPoints,
     freshness,
+    capacityChecks,
     longTransactions: await longTransactions.stop(),
   });
   // A graph of a few hundred thousand nodes left behind would make the test suites' one-transaction

@@ -54,6 +54,8 @@ export interface ReportInput {
   readonly soak: Record<string, unknown> | undefined;
   readonly soakPoints: { minute: number; rssMiB: number; lag: number }[];
   readonly freshness: FreshnessResult[];
+  /** The backlog runs right before each steady load and after the last (the capacity checks). */
+  readonly capacityChecks: RunResult[];
   /** Neo4j transactions seen running over 10 s during the whole run (bench/lib/long-transactions.ts). */
   readonly longTransactions: { transactions: LongTransaction[]; polls: number; failedPolls: number };
 }
@@ -61,7 +63,7 @@ export interface ReportInput {
 export async function writeReport(input: ReportInput): Promise<void> {
   const { started, runId, usedLocalStack, run, ceiling, baseline, runs, peerSetup, peerBest, peerSweep, peerRuns } =
     input;
-  const { correctness, soak, soakPoints, freshness, longTransactions, comparedRuns } = input;
+  const { correctness, soak, soakPoints, freshness, capacityChecks, longTransactions, comparedRuns } = input;
   const { driver, size, counts, events } = run;
   const single = runs.filter((r) => r.instances === 1);
   const projectorRate = median(single.map((r) => r.recordsPerSecond));
@@ -129,6 +131,10 @@ export async function writeReport(input: ReportInput): Promise<void> {
       rate: f.rate,
       achievedRate: f.achievedRate,
       fractionOfCapacity: f.fractionOfCapacity,
+      capacity: f.capacity,
+      capacityFrom: f.capacityFrom ?? null,
+      capacityAfter: f.capacityAfter ?? null,
+      achievedOfCapacity: f.achievedOfCapacity ?? null,
       records: f.records.all,
       recordsOutcomes: f.records["outcome-created"],
       recordsEscalations: f.records["escalation-edge"],
@@ -189,6 +195,7 @@ export async function writeReport(input: ReportInput): Promise<void> {
     soak,
     soakPoints,
     freshness,
+    capacityChecks,
     longTransactions: longTransactions.transactions,
   };
   const outDir = flags.out ?? path.join(ROOT, "bench/results", quick ? "tmp" : "");

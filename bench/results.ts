@@ -37,11 +37,24 @@ export interface FreshnessQuantiles {
 export type HistogramFreshness = FreshnessQuantiles & { observations: number; maxAtMost: number | null };
 export type RecordFreshness = FreshnessQuantiles & { records: number; max: number | null };
 
+export type CapacitySource = "check-before" | "single-instance-runs" | "given";
+
 /** One steady-load run: freshness in seconds, from the service's histogram and from the records' own times. */
 export interface FreshnessResult {
   readonly rate: number;
   readonly fractionOfCapacity: number | null;
+  /** The capacity `rate` is a fraction of (records/s). */
   readonly capacity: number | null;
+  /**
+   * Where `capacity` came from: a backlog run right before this load (a capacity check), the median
+   * of the run's single-instance runs, or --freshness-capacity. Absent in results from before the
+   * checks: the single-instance runs.
+   */
+  readonly capacityFrom?: CapacitySource;
+  /** The capacity check right after this load (records/s), when checks ran. */
+  readonly capacityAfter?: number | null;
+  /** The achieved rate over the capacity checked before and after the load. */
+  readonly achievedOfCapacity?: { readonly before: number | null; readonly after: number | null };
   readonly warmupSeconds: number;
   readonly seconds: number;
   readonly published: number;

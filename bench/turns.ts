@@ -73,7 +73,7 @@ for (const file of files(args)) {
     loads.push([
       results.startedAt,
       label,
-      `${load.achievedRate} (${load.fractionOfCapacity ?? "-"}×)`,
+      `${load.achievedRate} (${load.fractionOfCapacity ?? "-"}×${load.achievedOfCapacity ? `; ${load.achievedOfCapacity.before} / ${load.achievedOfCapacity.after} of the checks` : ""})`,
       stream("outcome-created"),
       stream("escalation-edge"),
       `${load.batchP50Ms} / ${load.batchP99Ms}`,

@@ -32,13 +32,21 @@ const STREAMS = [
 
 const num = (n: number) => n.toLocaleString("en-US");
 
+/** What the capacity was: checked right before the load (and after it), or measured earlier. */
+function capacityNote(f: FreshnessResult): string {
+  const capacity = num(f.capacity as number);
+  if (f.capacityFrom !== "check-before") return `${capacity} rec/s measured`;
+  const after = f.capacityAfter ? `, ${num(f.capacityAfter)} after` : "";
+  return `${capacity} rec/s just before${after}`;
+}
+
 /** One steady-load rate, each stream's figures from the records' own times and from the histogram. */
 export function freshnessRow(f: FreshnessResult): FreshnessRow {
   const rate = `${num(f.achievedRate)} rec/s`;
   return {
     label:
       f.fractionOfCapacity !== null
-        ? `${f.fractionOfCapacity}× capacity${f.capacity ? ` (${num(f.capacity)} rec/s measured)` : ""}: ${rate}`
+        ? `${f.fractionOfCapacity}× capacity${f.capacity ? ` (${capacityNote(f)})` : ""}: ${rate}`
         : rate,
     streams: STREAMS.map(([stream, name]) => ({
       stream: name,

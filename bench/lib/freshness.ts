@@ -176,6 +176,22 @@ export function freshnessRates(
 }
 
 /**
+ * A load's achieved rate over the backlog capacity measured right before and right after it (the
+ * capacity checks), to two decimals; null where no check ran. The host's speed moves by a fifth within
+ * minutes, so the two say how hard the load pushed better than a fraction of a capacity measured
+ * half an hour earlier: above 1 at either, the load was past what the host could apply then.
+ */
+export function achievedOfCapacity(
+  achievedRate: number,
+  before: number | null,
+  after: number | null,
+): { before: number | null; after: number | null } {
+  const of = (capacity: number | null) =>
+    capacity !== null && capacity > 0 ? Math.round((achievedRate / capacity) * 100) / 100 : null;
+  return { before: of(before), after: of(after) };
+}
+
+/**
  * Published records of one partition, in cohorts: a cohort starts at the base offset one produce
  * request was given and carries the event time its records were stamped with. A cohort ends where
  * the next begins; the last one ends at the partition's high watermark once publishing stopped.

@@ -37,7 +37,7 @@ import {
 } from "../lib/load-producer.js";
 import { startProjector } from "../lib/projector.js";
 import { histogramQuantile, type Sample, statementTimes, total, totalsBy } from "../lib/prom.js";
-import type { FreshnessResult } from "../results.js";
+import type { CapacitySource, FreshnessResult } from "../results.js";
 import { type BenchRun, loadTopics, sourceTopicEnv } from "./run.js";
 
 /** Records per produce request: publishEvents' chunk, under a partition's 1 MiB message.max.bytes. */
@@ -49,6 +49,7 @@ export async function runFreshness(
   rate: number,
   fractionOfCapacity: number | null,
   freshnessCapacity: number | null,
+  capacityFrom: CapacitySource | undefined,
 ): Promise<FreshnessResult> {
   const { prefix, admin, producer, registry, driver, database, log, size, baseEnv, servers } = run;
   const label = `fresh${runNo}`;
@@ -79,7 +80,7 @@ export async function runFreshness(
   const warmupSeconds = FRESHNESS_WARMUP;
   const escalationShare = 0.2;
   say(
-    `freshness ${runNo}: ${rate} records/s${fractionOfCapacity !== null ? ` (${fractionOfCapacity} of ${freshnessCapacity} measured)` : ""}, ` +
+    `freshness ${runNo}: ${rate} records/s${fractionOfCapacity !== null ? ` (${fractionOfCapacity} of ${freshnessCapacity} measured${capacityFrom === "check-before" ? " right before" : ""})` : ""}, ` +
       `${warmupSeconds} s warm-up then ${FRESHNESS_SECONDS} s measured, published with ${loadProducer.kind}; load average ${os
         .loadavg()
         .map((l) => round(l, 2))
@@ -244,6 +245,7 @@ export async function runFreshness(
     rate,
     fractionOfCapacity,
     capacity: freshnessCapacity,
+    ...(capacityFrom ? { capacityFrom } : {}),
     warmupSeconds,
     seconds: FRESHNESS_SECONDS,
     published,

@@ -2,6 +2,7 @@ import avro from "avsc";
 import { describe, expect, it } from "vitest";
 import { freshnessRow } from "../../bench/lib/chart.js";
 import {
+  achievedOfCapacity,
   CohortTracker,
   declaredTargets,
   freshnessRates,
@@ -50,6 +51,12 @@ describe("the steady-load rate schedule", () => {
     expect(freshnessRates(8000, [0.5], [2000])).toEqual([{ rate: 2000, fractionOfCapacity: 0.25 }]);
     expect(freshnessRates(null, [0.5], [2000])).toEqual([{ rate: 2000, fractionOfCapacity: null }]);
     expect(freshnessRates(null, [0.5, 0.9], [])).toEqual([]);
+  });
+
+  it("sets the achieved rate against the capacity checked before and after the load", () => {
+    expect(achievedOfCapacity(13_500, 15_000, 12_500)).toEqual({ before: 0.9, after: 1.08 });
+    expect(achievedOfCapacity(7_000, 14_000, null)).toEqual({ before: 0.5, after: null });
+    expect(achievedOfCapacity(7_000, null, 0)).toEqual({ before: null, after: null });
   });
 });
 
@@ -371,6 +378,18 @@ describe("the results chart", () => {
     expect(svg).toContain("p50 102.7 / p99 294.2 / max ≤ 300");
   });
 
+  it("says when the capacity was checked right before the load, and what it was after", () => {
+    const checked = {
+      ...steadyLoad(12_150, 0.9),
+      capacity: 13_500,
+      capacityFrom: "check-before",
+      capacityAfter: 12_875,
+    };
+    expect(freshnessRow(checked as FreshnessResult).label).toBe(
+      "0.9× capacity (13,500 rec/s just before, 12,875 after): 12,150 rec/s",
+    );
+  });
+
   it("cuts no text off at either side, however long the labels", () => {
     const svg = renderChart({
       title: "agent-graph-projector: 254,000 records, 2 cores shared with Kafka and Neo4j",
@@ -385,7 +404,15 @@ describe("the results chart", () => {
         { minute: 0, rssMiB: 150, lag: 5000 },
         { minute: 10, rssMiB: 155, lag: 0 },
       ],
-      freshness: [freshnessRow(steadyLoad(3393, 0.5)), freshnessRow(steadyLoad(6107, 0.9))],
+      freshness: [
+        freshnessRow(steadyLoad(3393, 0.5)),
+        freshnessRow({
+          ...steadyLoad(16_107, 0.9),
+          capacity: 17_897,
+          capacityFrom: "check-before",
+          capacityAfter: 15_432,
+        } as FreshnessResult),
+      ],
     });
     const { width, texts } = textExtents(svg);
     expect(texts.length).toBeGreaterThan(30);
