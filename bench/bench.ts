@@ -284,14 +284,18 @@ async function main(): Promise<void> {
   let ceilingFingerprint: Record<string, number> | undefined;
   const runs: RunResult[] = [];
   let runNo = 0;
-  const projectorRun = async (instances: number) => {
-    runNo += 1;
+  /** `instances` projectors on the log from an empty graph, the graph they leave checked against the ceiling's. */
+  const runOnEmptyGraph = async (instances: number, label: string): Promise<RunResult> => {
     await wipeGraph(driver, database);
-    const result = await runProjectors(run, instances, `r${runNo}x${instances}`);
+    const result = await runProjectors(run, instances, label);
     if (ceilingFingerprint && JSON.stringify(result.fingerprint) !== JSON.stringify(ceilingFingerprint)) {
       say(`WARNING: graph after the projector differs from the ceiling's: ${JSON.stringify(result.fingerprint)}`);
     }
-    runs.push(result);
+    return result;
+  };
+  const projectorRun = async (instances: number) => {
+    runNo += 1;
+    runs.push(await runOnEmptyGraph(instances, `r${runNo}x${instances}`));
   };
   // --compare-env: one more single-instance run per turn with that configuration (its graph may
   // differ by design, e.g. FINDINGS_ENABLED=false records no :Finding, so it is not checked against
@@ -404,8 +408,7 @@ async function main(): Promise<void> {
   if (!flags["skip-freshness"] && FRESHNESS_SECONDS > 0) {
     const checking = explicitRates.length === 0 && givenCapacity === null && !flags["skip-capacity-checks"];
     const checkCapacity = async (): Promise<number> => {
-      await wipeGraph(driver, database);
-      const check = await runProjectors(run, 1, `cap${capacityChecks.length + 1}`);
+      const check = await runOnEmptyGraph(1, `cap${capacityChecks.length + 1}`);
       capacityChecks.push(check);
       say(`capacity check ${capacityChecks.length}: ${check.recordsPerSecond} rec/s`);
       return check.recordsPerSecond;
@@ -413,10 +416,12 @@ async function main(): Promise<void> {
     if (checking && fractions.length > 0) {
       let before = await checkCapacity();
       for (const [n, fraction] of fractions.entries()) {
-        const [{ rate, fractionOfCapacity }] = freshnessRates(before, [fraction], []) as [
-          { rate: number; fractionOfCapacity: number | null },
-        ];
-        const load = await runFreshness(run, n + 1, rate, fractionOfCapacity, before, "check-before");
+        const [planned] = freshnessRates(before, [fraction], []);
+        if (!planned) {
+          say(`freshness: the rest skipped (capacity check ${capacityChecks.length} measured no capacity)`);
+          break;
+        }
+        const load = await runFreshness(run, n + 1, planned.rate, planned.fractionOfCapacity, before, "check-before");
         const after = await checkCapacity();
         freshness.push({
           ...load,
