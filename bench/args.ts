@@ -3,7 +3,9 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { type ParseArgsConfig, parseArgs } from "node:util";
 import type { ProjectorEvent } from "../src/model/events.js";
-import type { EventLog, WorkloadSize } from "../workload/generate.js";
+import type { EventLog } from "../workload/generate.js";
+
+export { workloadSize } from "./lib/workload-size.js";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -114,22 +116,6 @@ export const say = (line: string) =>
   process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 export const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
-
-/** 10% of the escalation-edge records are redelivered duplicates: n originals plus n/9 copies. */
-export function workloadSize(agents: number, outcomes: number, escalations: number): WorkloadSize {
-  return {
-    agents,
-    toolsPerAgent: 5,
-    workflowsPerAgent: 3,
-    escalationTargetsPerAgent: 2,
-    editsPerAgent: 1,
-    outcomes,
-    escalations: Math.round(escalations * 0.9),
-    duplicateRatio: 1 / 9,
-    undeclaredRatio: 0.1,
-    tenantId: "default",
-  };
-}
 
 export const eventsOf = (log: EventLog): ProjectorEvent[] => [...log.registry, ...log.outcomes, ...log.escalations];
 

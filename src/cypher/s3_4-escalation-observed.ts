@@ -39,15 +39,7 @@ WITH row, source, target
 OPTIONAL MATCH (source)<-[:PRODUCED]-(from:Agent)
 OPTIONAL MATCH (target)<-[:PRODUCED]-(to:Agent)
 WITH collect({row: row, source: source, target: target, from: from, to: to}) AS found
-CALL (found) {
-  UNWIND found AS pair
-  WITH pair WHERE pair.from <> pair.to
-  UNWIND [pair.from, pair.to] AS agent
-  WITH DISTINCT agent
-  ORDER BY agent.agent_id, agent.tenant_id
-  SET agent._LOCK_ = true
-  REMOVE agent._LOCK_
-}
+${LOCK_AGENTS}
 UNWIND found AS pair
 WITH pair.row AS row, pair.source AS source, pair.target AS target, pair.from AS from, pair.to AS to
 OPTIONAL CALL (row, source, target, from, to) {
@@ -58,6 +50,20 @@ OPTIONAL CALL (row, source, target, from, to) {
 RETURN row.i AS i, from IS NOT NULL AND to IS NOT NULL AS produced, from = to AS same_agent,
        already_counted, from.agent_id AS from_agent, to.agent_id AS to_agent, observed_count, declared
 `;
+
+/**
+ * The write lock on every agent of the rows in `found` whose two producers differ, taken in agent_id
+ * order (why: `escalation` above).
+ */
+export const LOCK_AGENTS = `CALL (found) {
+  UNWIND found AS pair
+  WITH pair WHERE pair.from <> pair.to
+  UNWIND [pair.from, pair.to] AS agent
+  WITH DISTINCT agent
+  ORDER BY agent.agent_id, agent.tenant_id
+  SET agent._LOCK_ = true
+  REMOVE agent._LOCK_
+}`;
 
 /**
  * ESCALATED_TO between the row's two outcomes, matched by key; binds `row`, `source`, `target`. A row
