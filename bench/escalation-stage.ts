@@ -22,7 +22,7 @@ import type { EscalationEdge } from "../src/model/events.js";
 import { noopMetrics } from "../src/ports.js";
 import { projectEscalations } from "../src/projection/escalations.js";
 import { generateEventLog } from "../workload/generate.js";
-import { graphFingerprint, loadDirect, wipeGraph } from "./lib/direct.js";
+import { applyBatches, graphFingerprint, loadDirect, wipeGraph } from "./lib/direct.js";
 import { workloadSize } from "./lib/workload-size.js";
 
 const { values: flags } = parseArgs({
@@ -84,7 +84,10 @@ const BATCH = Number(flags.batch);
 // that module parses the bench's own command line when loaded).
 const PARTITIONS = 6;
 
-/** escalation-edge's partitions (keyed by source outcome), each cut into batches, taken round-robin. */
+/**
+ * escalation-edge's partitions (keyed by source outcome), each cut into batches, taken round-robin.
+ * The hash is not Kafka's murmur2: what matters here is that no two partitions share a source.
+ */
 function batchesByPartition(edges: readonly EscalationEdge[]): EscalationEdge[][] {
   const partitions: EscalationEdge[][] = Array.from({ length: PARTITIONS }, () => []);
   const hash = (key: string) => [...key].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 0);
@@ -117,26 +120,21 @@ try {
         await wipeGraph(driver, database);
         await loadDirect(graph, database, { ...log, escalations: [] }, BATCH, 2);
         retries = 0;
-        const latencies: number[] = [];
-        let deferred = 0;
-        let next = 0;
+        const cypher = VARIANTS[variant];
         const started = performance.now();
-        await Promise.all(
-          Array.from({ length: workers }, async () => {
-            while (next < batches.length) {
-              const batch = batches[next++] as EscalationEdge[];
-              const batchStarted = performance.now();
-              const plan = projectEscalations(batch.map((event, i) => ({ i, event })));
-              const cypher = VARIANTS[variant];
-              const statements = cypher ? plan.statements.map((s) => ({ ...s, cypher })) : plan.statements;
-              const results = await graph.apply(database, statements, plan.followUp);
-              for (const fate of plan.fates(results).values()) if (fate.kind === "deferred") deferred += 1;
-              latencies.push(performance.now() - batchStarted);
-            }
-          }),
+        const { deferred, latencyMs } = await applyBatches(
+          graph,
+          database,
+          batches,
+          workers,
+          (events) => {
+            const plan = projectEscalations(events);
+            return cypher ? { ...plan, statements: plan.statements.map((s) => ({ ...s, cypher })) } : plan;
+          },
+          true,
         );
         const seconds = ((performance.now() - started) / 1000).toFixed(2);
-        latencies.sort((a, b) => a - b);
+        latencyMs.sort((a, b) => a - b);
         const fingerprint = await graphFingerprint(driver, database);
         const { records } = await driver.executeQuery(
           "MATCH (f:Finding) RETURN f.kind AS kind, count(*) AS n ORDER BY kind",
@@ -146,7 +144,7 @@ try {
         const findings = records.map((record) => `${record.get("kind")} ${neo4j.integer.toNumber(record.get("n"))}`);
         console.log(
           `turn ${turn} ${variant} × ${workers}: ${seconds} s, ${retries} retries, ${deferred} deferred, ` +
-            `batch p50 ${Math.round(latencies[latencies.length >> 1] ?? 0)} ms, max ${Math.round(latencies.at(-1) ?? 0)} ms; ` +
+            `batch p50 ${Math.round(latencyMs[latencyMs.length >> 1] ?? 0)} ms, max ${Math.round(latencyMs.at(-1) ?? 0)} ms; ` +
             `${JSON.stringify(fingerprint)}; findings: ${findings.join(", ") || "none"}`,
         );
       }

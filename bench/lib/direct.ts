@@ -106,20 +106,10 @@ export async function loadDirect(
     const stageStarted = performance.now();
     const chunks: ProjectorEvent[][] = [];
     for (let start = 0; start < events.length; start += batch) chunks.push(events.slice(start, start + batch));
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: workers }, async () => {
-        while (next < chunks.length) {
-          const chunk = chunks[next++] as ProjectorEvent[];
-          const t0 = performance.now();
-          const plan = PROJECT[stage](chunk.map((event, i) => ({ i, event })));
-          const results = await graph.apply(database, plan.statements);
-          for (const fate of plan.fates(results).values()) if (fate.kind === "deferred") deferred += 1;
-          transactions += 1;
-          latencies.push(performance.now() - t0);
-        }
-      }),
-    );
+    const applied = await applyBatches(graph, database, chunks, workers, PROJECT[stage]);
+    deferred += applied.deferred;
+    transactions += chunks.length;
+    latencies.push(...applied.latencyMs);
     stageSeconds[stage] = Math.round(performance.now() - stageStarted) / 1000;
   }
   const seconds = (performance.now() - started) / 1000;
@@ -136,6 +126,37 @@ export async function loadDirect(
     batchLatencyMs: latencies,
     stageSeconds,
   };
+}
+
+/**
+ * Applies `batches` with `workers` writers, one transaction per batch planned by `plan`, the plan's
+ * follow-up statements (the findings) run with it only when `followUp` says so: the ceiling leaves
+ * them out. Returns the records deferred and each batch's latency.
+ */
+export async function applyBatches<E extends ProjectorEvent>(
+  graph: GraphWriter,
+  database: string,
+  batches: readonly (readonly E[])[],
+  workers: number,
+  plan: (events: Indexed<E>[]) => Plan,
+  followUp = false,
+): Promise<{ deferred: number; latencyMs: number[] }> {
+  let deferred = 0;
+  const latencyMs: number[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: workers }, async () => {
+      while (next < batches.length) {
+        const batch = batches[next++] as readonly E[];
+        const started = performance.now();
+        const planned = plan(batch.map((event, i) => ({ i, event })));
+        const results = await graph.apply(database, planned.statements, followUp ? planned.followUp : undefined);
+        for (const fate of planned.fates(results).values()) if (fate.kind === "deferred") deferred += 1;
+        latencyMs.push(performance.now() - started);
+      }
+    }),
+  );
+  return { deferred, latencyMs };
 }
 
 /** The per-record form of the spec's statements: no UNWIND, one record's fields as parameters. */
