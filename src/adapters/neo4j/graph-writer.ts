@@ -196,14 +196,20 @@ export function createGraphWriter(
     commit = true,
     followUp?: FollowUp,
   ): Promise<StatementResult[]> {
-    const session = driver.session({ database, defaultAccessMode: neo4j.session.WRITE });
+    // Every statement's answer pulled whole (the driver's default pulls 1,000 records, then more on
+    // demand): a statement sent behind another must find it run to the end, not paused at its
+    // 1,000th row, or it would not see all of the writes before it.
+    const session = driver.session({ database, defaultAccessMode: neo4j.session.WRITE, fetchSize: PULL_ALL });
     return bounded(session, async () => {
       const tx = await session.beginTransaction({ timeout: txTimeoutMs });
       try {
         const results: StatementResult[] = [];
-        const run = async (statement: Statement): Promise<void> => {
+        const send = (statement: Statement) => {
           const sent = rowsAsColumns(statement.cypher, statement.params);
-          const result = await withoutStackCapture(() => tx.run(sent.cypher, sent.params));
+          return { statement, sent, result: withoutStackCapture(() => tx.run(sent.cypher, sent.params)) };
+        };
+        const collect = async ({ statement, sent, result: pending }: ReturnType<typeof send>) => {
+          const result = await pending;
           const counters = result.summary.counters.updates();
           const done: StatementResult = {
             name: statement.name,
@@ -218,11 +224,34 @@ export function createGraphWriter(
             serverMs: serverMs(result.summary),
           };
           results.push(done);
-          if (statement.followedBy) for (const next of statement.followedBy(done)) await run(next);
+          if (statement.followedBy) await runAll(statement.followedBy(done));
         };
-        for (const statement of statements) await run(statement);
+        // Statements go out back to back, up to one whose followers depend on its result: Neo4j runs
+        // them in order either way, and the next one is already there when one ends (a transaction
+        // alone on Neo4j, such as the registry's, would otherwise leave it idle between statements
+        // while the answer is read and the next statement packed and sent).
+        const runAll = async (list: readonly Statement[]): Promise<void> => {
+          for (let i = 0; i < list.length; ) {
+            const inFlight: ReturnType<typeof send>[] = [];
+            let last: Statement;
+            do {
+              last = list[i++] as Statement;
+              inFlight.push(send(last));
+            } while (!last.followedBy && i < list.length);
+            for (let k = 0; k < inFlight.length; k++) {
+              try {
+                await collect(inFlight[k] as ReturnType<typeof send>);
+              } catch (error) {
+                // The transaction is lost; the statements behind the failed one fail with it, unread.
+                for (const behind of inFlight.slice(k + 1)) Promise.resolve(behind.result).catch(() => {});
+                throw error;
+              }
+            }
+          }
+        };
+        await runAll(statements);
         // Derived from this attempt's own results: a retried attempt derives it again.
-        if (followUp) for (const statement of followUp([...results])) await run(statement);
+        if (followUp) await runAll(followUp([...results]));
         if (commit) await tx.commit();
         else await tx.rollback();
         return results;
@@ -313,6 +342,9 @@ export function createGraphWriter(
     close: () => driver.close(),
   };
 }
+
+/** neo4j-driver's fetch size for "every record at once" (its internal FETCH_ALL, not exported). */
+const PULL_ALL = -1;
 
 /** The parts of a neo4j-driver 6 session that reach its connection's socket (not public API). */
 interface SessionInternals {
