@@ -63,6 +63,8 @@ const USER_DOCS = [
   "CONTRIBUTING.md",
   "SECURITY.md",
   "bench/README.md",
+  "bench/HISTORY.md",
+  "CHANGELOG.md",
   ...readdirSync(path.join(ROOT, "docs"))
     .filter((name) => name.endsWith(".md"))
     .map((name) => `docs/${name}`),
