@@ -2,6 +2,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { configKeys, OUTPUTS } from "../../scripts/docs/generate.js";
+import { valueRows } from "../../scripts/docs/helm-values.js";
 import { EXIT_CODES } from "../../src/cli/exit-codes.js";
 import { CONFIG_KEYS } from "../../src/config.js";
 
@@ -89,5 +90,40 @@ describe("the docs a user reads", () => {
         broken.push(link);
     }
     expect(broken).toEqual([]);
+  });
+});
+
+describe("the chart's values table", () => {
+  it("reads each key's path, default and the comment block right above it", () => {
+    const rows = valueRows(
+      [
+        "# The file's header, not a key's.",
+        "",
+        "# Consumers in one group.",
+        "replicaCount: 1",
+        "image:",
+        "  # Defaults to appVersion.",
+        '  tag: ""',
+        "  pullPolicy: IfNotPresent  # not a description",
+        "  # A comment a list item ends.",
+        "  - item",
+        '  digest: ""',
+        "probes:",
+        "  startup:",
+        "    periodSeconds: 5",
+        "extraEnv: []",
+      ].join("\n"),
+    );
+    expect(rows).toEqual([
+      { path: "replicaCount", value: "1", description: "Consumers in one group." },
+      { path: "image", value: undefined, description: "" },
+      { path: "image.tag", value: '""', description: "Defaults to appVersion." },
+      { path: "image.pullPolicy", value: "IfNotPresent", description: "" },
+      { path: "image.digest", value: '""', description: "" },
+      { path: "probes", value: undefined, description: "" },
+      { path: "probes.startup", value: undefined, description: "" },
+      { path: "probes.startup.periodSeconds", value: "5", description: "" },
+      { path: "extraEnv", value: "[]", description: "" },
+    ]);
   });
 });
