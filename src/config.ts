@@ -128,7 +128,7 @@ export const envSchema = z.object({
       "Replication of created topics. Unset: the cluster's `default.replication.factor` and `min.insync.replicas`; set: `min.insync.replicas` 2 (1 for one copy). Retry and dead-letter topics take their source topic's replication.",
     ),
   REGISTER_SCHEMAS: bool(false).describe(
-    "`true`: `run` registers our reader schemas and the findings schema (never changes a compatibility level); `false`: it only looks the findings schema up.",
+    "`true`: `run` registers our reader schemas and the findings schema (never changes a compatibility level); `false`: it only looks the findings schema up, and stops at start-up when it is not registered (run `schemas` once).",
   ),
   MIGRATE_ON_START: bool(true).describe(
     "`false`: a principal without DDL rights runs the service; `run` then only checks that the §6 constraints exist (`migrate` creates them).",
