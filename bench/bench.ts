@@ -479,7 +479,7 @@ async function main(): Promise<void> {
 /**
  * The steady loads' producer: Kafka's Java client where the local stack's jars are at hand and the
  * brokers are plaintext, kafkajs otherwise, or as `--load-producer` says. With the Java client the
- * bench and its producer take about half the CPU per record that kafkajs did (bench/README.md,
+ * bench and its producer take about half the CPU per record that kafkajs did (bench/HISTORY.md,
  * twentieth round), on the cores the projector and Neo4j share.
  */
 function chooseLoadProducer(

@@ -3,11 +3,13 @@
 // source checkout it loads the TypeScript directly through tsx.
 import { existsSync } from "node:fs";
 
-const compiled = new URL("../dist/cli/main.js", import.meta.url);
+const compiled = new URL("../dist/cli/program.js", import.meta.url);
+let cli;
 if (existsSync(compiled)) {
-  await import(compiled.href);
+  cli = await import(compiled.href);
 } else {
   const { register } = await import("tsx/esm/api");
   register();
-  await import(new URL("../src/cli/main.ts", import.meta.url).href);
+  cli = await import(new URL("../src/cli/program.ts", import.meta.url).href);
 }
+await cli.program.parseAsync(process.argv);

@@ -20,8 +20,8 @@ export const READER_GROUP_PREFIX = "agent-graph-projector-reader-";
  * (CREATE_TOPICS_ON_START, the default) adds Create on the retry and dead-letter topics, and
  * AlterConfigs to raise their max.message.bytes to their source's (topic-limits.ts); scheduled
  * reconciliation (RECONCILE_INTERVAL_MS) adds the throwaway reader groups; FINDINGS_ENABLED=false drops
- * the findings topic. The README's table is
- * this list; test/int/secured grants exactly it and runs the service as that principal.
+ * the findings topic. The table in docs/operations.md
+ * ("Least privilege") is this list; test/int/secured grants exactly it and runs the service as that principal.
  */
 export function requiredAcls(
   names: TopicNames,

@@ -7,7 +7,7 @@
  *
  * Why in the bench: a §3.4 transaction has been seen holding its locks until the 30 s timeout, rarely
  * and not reproducibly (bench/README.md, "Left alone, with the next steps"); the watch found the
- * young-graph plan instead ("Changes and what they gained", fourth round). Neo4j Community has no
+ * young-graph plan instead (bench/HISTORY.md, "Changes and what they gained", fourth round). Neo4j Community has no
  * query log, so `SHOW TRANSACTIONS` polled from outside is the one way to see a stall as it happens.
  */
 import type { Driver } from "neo4j-driver";

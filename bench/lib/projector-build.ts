@@ -13,7 +13,7 @@ const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..
  * Built into a temporary directory of its own, so that no `dist/` is left in the checkout to go
  * stale under later edits (`bin/` prefers `dist/` whenever it exists). Without it the bench would
  * measure the source through tsx, whose source maps make neo4j-driver's per-result stack traces
- * cost about 3 % of the projector's CPU (bench/README.md, nineteenth round).
+ * cost about 3 % of the projector's CPU (bench/HISTORY.md, nineteenth round).
  */
 export async function buildProjector(sourceDir: string): Promise<{ dir: string; remove(): void }> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agent-graph-projector-bench-"));

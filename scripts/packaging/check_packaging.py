@@ -61,7 +61,7 @@ def finish() -> None:
 
 
 def doc_text(repo: Path) -> str:
-    return (repo / "docs/deploy.md").read_text() + "\n" + (repo / CHART / "README.md").read_text()
+    return (repo / "docs/operations.md").read_text() + "\n" + (repo / CHART / "README.md").read_text()
 
 
 def mentioned(text: str, key: str) -> bool:
@@ -105,7 +105,7 @@ def check_compose(repo: Path, keys: set[str]) -> None:
             ok(f"compose service {name}: {len(env)} env keys, all in CONFIG_KEYS")
         undocumented = sorted(k for k in env if not mentioned(text, k))
         if undocumented:
-            fail(f"compose service {name}: env keys not mentioned in docs/deploy.md or the chart README: {undocumented}")
+            fail(f"compose service {name}: env keys not mentioned in docs/operations.md or the chart README: {undocumented}")
         else:
             ok(f"compose service {name}: every env key is documented")
     before = len(failures)

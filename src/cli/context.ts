@@ -1,6 +1,7 @@
 import { pino } from "pino";
 import { type Config, ConfigError, loadConfig } from "../config.js";
 import { type AppLogger, createLogger } from "../logger.js";
+import { EXIT_CODES } from "./exit-codes.js";
 
 export interface CliContext {
   readonly config: Config;
@@ -18,7 +19,7 @@ export function cliContext(logsTo: "stdout" | "stderr" = "stderr"): CliContext {
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`configuration error: ${error.message}\n`);
-      process.exit(2);
+      process.exit(EXIT_CODES.config);
     }
     throw error;
   }
@@ -31,7 +32,7 @@ export function action<A extends unknown[]>(body: (...args: A) => Promise<void>)
       await body(...args);
     } catch (error) {
       process.stderr.write(`error: ${error instanceof Error ? error.message : String(error)}\n`);
-      process.exitCode = 1;
+      process.exitCode = EXIT_CODES.failure;
     }
   };
 }

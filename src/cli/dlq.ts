@@ -4,6 +4,7 @@ import { createTopicReader } from "../adapters/kafka/read-topic.js";
 import { listDeadLetters, redriveDeadLetters } from "../operations/dlq.js";
 import { topicNames } from "../topics.js";
 import { action, cliContext } from "./context.js";
+import { EXIT_CODES } from "./exit-codes.js";
 import { printRows } from "./output.js";
 
 export function registerDlq(program: Command): void {
@@ -62,7 +63,7 @@ export function registerDlq(program: Command): void {
         process.stdout.write(`re-drove ${result.redriven} record(s) through their retry topics\n`);
         if (result.notRedriven.length > 0) {
           printRows(result.notRedriven, { title: "chosen records not re-driven (left on the dead-letter topic)" });
-          process.exitCode = 1;
+          process.exitCode = EXIT_CODES.failure;
         }
       }),
     );

@@ -12,6 +12,7 @@ import { validationRules } from "../model/validate.js";
 import { type GraphWriter, noopMetrics } from "../ports.js";
 import { reconcileRegistry } from "../reconcile/reconcile.js";
 import { action, cliContext } from "./context.js";
+import { EXIT_CODES } from "./exit-codes.js";
 import { printRows } from "./output.js";
 
 export function registerReconcile(program: Command): void {
@@ -59,7 +60,7 @@ export function registerReconcile(program: Command): void {
             );
             if (result.repaired > 0) process.stdout.write(`repaired ${result.repaired} agent(s)\n`);
           }
-          if (total > 0 && !options.repair) process.exitCode = 3;
+          if (total > 0 && !options.repair) process.exitCode = EXIT_CODES.drift;
           if (options.repair && config.findingsEnabled) {
             const published = await publishFindings(config, logger, graph);
             if (published > 0 && !options.json) process.stdout.write(`published ${published} finding(s)\n`);

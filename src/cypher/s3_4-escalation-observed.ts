@@ -6,7 +6,7 @@ import { keyIndex, scopedKey } from "./tenant.js";
  * `escalated-to` edge is projected between two outcomes produced by two different agents", so the
  * statement projects the edge, finds the two producers, and applies §3.4 to the rows whose producers
  * differ. As two statements each row was sent and unwound twice and its outcomes and producers looked
- * up twice: on the same batches Neo4j spent 30% less CPU on the one (bench/README, twenty-third round).
+ * up twice: on the same batches Neo4j spent 30% less CPU on the one (bench/HISTORY.md, twenty-third round).
  *
  * Each row returns whether both outcomes have a producing agent (`produced`) and whether it is the
  * same agent; a row with a missing outcome returns nothing and the caller defers it. `observed_at`
@@ -21,12 +21,12 @@ import { keyIndex, scopedKey } from "./tenant.js";
  * outcomes, while §3.3 batches lock them in agent_id order (projection/outcomes.ts): two such
  * transactions sharing two agents deadlocked, and Neo4j aborted one to be retried whole. Locked in
  * one global order they wait for each other instead: at half capacity the escalation transactions'
- * deadlocks fell by about 40% (bench/README, sixteenth round). Those left are on agents too, and
+ * deadlocks fell by about 40% (bench/HISTORY.md, sixteenth round). Those left are on agents too, and
  * partly in the order Neo4j itself takes node locks in at commit (by node id). The increment's
  * exactness does not rest on these locks: with them taken out, two transactions counting on one edge
  * still both counted (test/int/races), Neo4j making the second wait for the first's SET on the
  * relationship. Locking existing edges instead of their agents, so that §3.3 could link those
- * agents' outcomes meanwhile, brought more deadlocks and was not kept (bench/README, twenty-seventh round).
+ * agents' outcomes meanwhile, brought more deadlocks and was not kept (bench/HISTORY.md, twenty-seventh round).
  *
  * Tenant scoping: on a database several tenants share, each `${scopedKey(…)}` opens a node key with
  * tenant_id (cypher/tenant.ts); with one tenant per database the statement is the spec's text, plus

@@ -32,7 +32,7 @@ export interface RegistrySnapshot {
 /**
  * A null value on the compacted registry topic: the agent is removed from the registry. It has no value
  * to carry its version, so the producer puts it in a `registry_version` header: the version of the
- * deletion, an edit like any other (see the README, "Registry versions and tombstones").
+ * deletion, an edit like any other (docs/design.md, "Registry keys and tombstones").
  */
 export interface RegistryTombstone {
   readonly kind: "registry-tombstone";

@@ -69,7 +69,7 @@ export function subBatches(count: number, maxRecords: number): { start: number; 
  * `backlogMaxRecords`; one that is caught up, in transactions of up to `maxRecords`. Large
  * transactions cost Neo4j less per record (full log on two cores, eight alternating turns: 2,000 →
  * 5,000 gave 0.97-1.17× the records/s, median 1.07) but hold their locks longer, which a caught-up consumer pays for in freshness
- * (bench/README.md, "Changes and what they gained").
+ * (bench/HISTORY.md, "Changes and what they gained").
  *
  * A `serial` stream (one transaction at a time, the registry) takes the backlog's size whatever its
  * partitions' positions: no transaction of its own contends for its locks, and what is queued for it

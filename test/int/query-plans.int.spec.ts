@@ -152,7 +152,7 @@ describe("§3 statements' plans under the statistics of a catch-up", () => {
 
   it("the findings publisher's reads seek the few unpublished findings, not every finding recorded", async () => {
     // After every batch that records findings the publisher reads what is unpublished and counts it;
-    // a scan of every Finding made that cost grow with the graph (bench/README, seventh round).
+    // a scan of every Finding made that cost grow with the graph (bench/HISTORY.md, seventh round).
     // The index is migrate's to create.
     await harness.driver.executeQuery("DROP INDEX finding_published IF EXISTS", {}, { database });
     await migrate(harness.driver, [database]);

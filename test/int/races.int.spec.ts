@@ -148,7 +148,7 @@ describe("races and fences, on real servers", () => {
   // Two transactions linking one outcome take turns on its write lock (the `SET o.…` of a record read
   // in order, `_LOCK_` on the late path), so the second finds the first one's PRODUCED, however the
   // record reached it. A §3.3 that read `existed` without that lock and created the relationship
-  // itself left two (tried in the twenty-fourth round; bench/README).
+  // itself left two (tried in the twenty-fourth round; bench/HISTORY.md).
   it.each([
     ["redelivered to another instance", false],
     ["deferred once more, from the retry topic", true],

@@ -32,7 +32,7 @@ const localSecureStack =
  * and events published by the harness over the plain listener, as a producer on another network would.
  * A wrong password or a certificate from another CA stops the start-up with an error naming the cause.
  * Kafka enforces ACLs there: the projector's SCRAM user holds exactly what `requiredAcls` lists (the
- * README's table), granted by the harness as an operator would, and runs with migrations and topic
+ * table in docs/operations.md), granted by the harness as an operator would, and runs with migrations and topic
  * creation off, as a least-privilege deployment does.
  */
 describe.skipIf(!localSecureStack)("the projector against the secured stack", () => {

@@ -41,7 +41,7 @@ export function createKafka(config: Config["kafka"], logger: Logger): Kafka {
  * is used without a restart. A refusal is not retried here: kafkajs retrying refused authentications
  * was seen to wedge its connection pool ("Timeout while acquiring lock", no request getting through
  * even after the file was right again). It crashes the consumer instead, the service stops naming the
- * refusal, and the restarted process reads the file again (README, "Credentials that rotate").
+ * refusal, and the restarted process reads the file again (docs/operations.md, "Credentials that rotate").
  */
 export function rotatingSasl(sasl: NonNullable<Config["kafka"]["sasl"]>): SASLOptions {
   const options = { mechanism: sasl.mechanism, username: sasl.username } as Record<string, unknown>;

@@ -9,10 +9,14 @@ import { registerReport } from "./report.js";
 import { registerRun } from "./run.js";
 import { registerSetup } from "./setup.js";
 
-const program = new Command()
+/**
+ * The whole command line, built without running anything: bin/ parses argv with it, and the reference
+ * in docs/cli.md is generated from its help.
+ */
+export const program = new Command()
   .name("agent-graph-projector")
   .description(
-    "Projects the agent registry and outcome log from Kafka into a Neo4j governance graph.\nConfiguration comes from the environment; see the README.",
+    "Projects the agent registry and outcome log from Kafka into a Neo4j governance graph.\nConfiguration comes from the environment; see docs/configuration.md.",
   )
   .version(SERVICE_VERSION);
 
@@ -24,5 +28,3 @@ registerReplay(program);
 registerReconcile(program);
 registerDlq(program);
 registerProduce(program);
-
-await program.parseAsync(process.argv);
