@@ -1,3 +1,5 @@
+import { promisify } from "node:util";
+import { gzip as gzipCallback } from "node:zlib";
 import kafkajs, { type IHeaders, type Producer } from "kafkajs";
 import { encodeMark } from "../../pipeline/retry.js";
 import type { Logger, RecordSink, SinkItem, SinkReport, SourceRecord } from "../../ports.js";
@@ -15,6 +17,7 @@ const RECORD_OVERHEAD_BYTES = 64;
 const HEADER_OVERHEAD_BYTES = 10;
 // kafkajs is CommonJS and Node's ESM loader does not see this export by name.
 const { CompressionTypes } = kafkajs;
+const gzip = promisify(gzipCallback);
 
 interface OutgoingMessage {
   key: Buffer | null;
@@ -69,8 +72,9 @@ function isTooLarge(error: unknown, depth = 0): boolean {
  * No record's size stops a send. kafkajs puts a send's records for one partition into one record
  * batch, which the broker refuses whole when it is larger than the topic's max.message.bytes, so the
  * items are sent in successive requests each under its topic's limit. The error text is cut to
- * MAX_ERROR_MESSAGE_BYTES. A copy that would not fit on its own — by our estimate, or because the
- * broker refuses it — takes the next of FORMS: a deferred record is dead-lettered as
+ * MAX_ERROR_MESSAGE_BYTES. The broker applies the limit to the batch as sent, compressed: a copy
+ * larger than the limit goes as it is when gzip brings it under (compressedSize). A copy that would
+ * not fit on its own — by that estimate, or because the broker refuses it — takes the next of FORMS: a deferred record is dead-lettered as
  * `record-too-large`, a dead letter goes without its value (`agp-value-omitted` gives its size), then
  * without the producer's headers. The source coordinates in its headers still find the record.
  */
@@ -130,11 +134,21 @@ export function createRecordSink(
     return build(entry.item, entry.item.kind === "dead-letter" && next === "dead-letter" ? "without-value" : next);
   }
 
+  /** Whether the broker would take the copy alone: its size, or else its gzipped size, within the limit. */
+  async function fits(entry: Outgoing): Promise<boolean> {
+    const limit = budget(entry.topic);
+    return entry.size <= limit || (await compressedSize(entry.message)) <= limit;
+  }
+
   /** The first form of the item's copy that fits its topic by our estimate (the last one regardless). */
-  function firstFitting(item: SinkItem): Outgoing {
+  async function firstFitting(item: SinkItem): Promise<{ entry: Outgoing; fitting: boolean }> {
     let entry = build(item, "as-is");
-    for (let next = shrink(entry); entry.size > budget(entry.topic) && next; next = shrink(entry)) entry = next;
-    return entry;
+    for (;;) {
+      if (await fits(entry)) return { entry, fitting: true };
+      const next = shrink(entry);
+      if (!next) return { entry, fitting: false };
+      entry = next;
+    }
   }
 
   async function deliver(chunk: readonly Outgoing[], tooLarge: Map<SourceRecord, string>): Promise<void> {
@@ -177,8 +191,8 @@ export function createRecordSink(
       const tooLarge = new Map<SourceRecord, string>();
       const byTopic = new Map<string, Outgoing[]>();
       for (const item of items) {
-        const entry = firstFitting(item);
-        if (entry.form !== "as-is" || entry.size > budget(entry.topic))
+        const { entry, fitting } = await firstFitting(item);
+        if (entry.form !== "as-is" || !fitting)
           logger?.warn(
             {
               topic: entry.item.record.topic,
@@ -209,6 +223,24 @@ export function messageSize(message: OutgoingMessage): number {
     size += HEADER_OVERHEAD_BYTES + Buffer.byteLength(name) + bytes;
   }
   return size;
+}
+
+/**
+ * An upper estimate of a message's bytes in a gzip-compressed record batch of its own (the batch
+ * frame aside, as in messageSize): each field's length, and key, value and headers gzipped together as the producer does
+ * (kafkajs gzips a batch's encoded records with zlib's default level).
+ */
+export async function compressedSize(message: OutgoingMessage): Promise<number> {
+  const parts: Buffer[] = [];
+  let frame = RECORD_OVERHEAD_BYTES;
+  if (message.key) parts.push(message.key);
+  if (message.value) parts.push(message.value);
+  for (const [name, value] of Object.entries(message.headers)) {
+    frame += HEADER_OVERHEAD_BYTES;
+    parts.push(Buffer.from(name));
+    if (value !== undefined) parts.push(Buffer.isBuffer(value) ? value : Buffer.from(String(value)));
+  }
+  return frame + (await gzip(Buffer.concat(parts))).length;
 }
 
 /** Consecutive runs of items whose sizes add up to at most `budget` (an item larger alone goes alone). */
