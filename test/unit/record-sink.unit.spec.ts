@@ -107,3 +107,90 @@ describe("record sink: a copy is judged by what the broker takes, compressed", (
     }
   });
 });
+
+describe("record sink: a send that fails part-way", () => {
+  const deadLetter = (offset: number): SinkItem => ({
+    kind: "dead-letter",
+    stream,
+    fate: { kind: "dead-lettered", reason: "invalid-field", message: "bad" },
+    record: { ...retry(Buffer.alloc(0), offset).record, value: randomBytes(10_000) },
+  });
+  const offsetsOf = (sends: readonly Sent[]) =>
+    sends.flatMap((s) => s.messages.map((m) => String(m.headers[HEADER.sourceOffset])));
+
+  /** Records every request; the `failing`th request (1-based) is refused once, as a broker flap leaves it. */
+  function flakyProducer(failing: number) {
+    const sends: Sent[] = [];
+    let requests = 0;
+    const producer = {
+      async sendBatch({ topicMessages }: { topicMessages: Sent[] }) {
+        requests++;
+        if (requests === failing)
+          throw Object.assign(new Error("not authorized"), {
+            name: "KafkaJSProtocolError",
+            type: "TOPIC_AUTHORIZATION_FAILED",
+            retriable: false,
+          });
+        sends.push(...topicMessages);
+        return [];
+      },
+    } as unknown as Producer;
+    return { producer, sends };
+  }
+
+  it("sends again only the copies the broker did not acknowledge", async () => {
+    const { producer, sends } = flakyProducer(2);
+    const dead: string[] = [];
+    const sink = createRecordSink(producer, names, "test", {
+      maxMessageBytes: 50_000,
+      onDeadLetter: (topic) => dead.push(topic),
+    });
+    const items = Array.from({ length: 20 }, (_, i) => deadLetter(i));
+    await expect(sink.send(items)).rejects.toThrow("not authorized");
+    const first = offsetsOf(sends);
+    expect(first.length).toBeGreaterThan(0);
+    expect(first.length).toBeLessThan(20);
+
+    await sink.send(items);
+    // Each copy once, in order: the chunks acknowledged before the failure are not sent again.
+    expect(offsetsOf(sends)).toEqual(items.map((item) => item.record.offset));
+    expect(dead).toHaveLength(20);
+
+    // Once a send succeeded, the same items are new copies again (a later redelivery is sent).
+    await sink.send(items.slice(0, 1));
+    expect(offsetsOf(sends)).toHaveLength(21);
+  });
+
+  it("a deferred record dead-lettered for its size before the failure is reported so again", async () => {
+    const { producer, sends } = flakyProducer(2);
+    const limits = new Map([
+      [names.retry[stream], 50_000],
+      [names.deadLetter[stream], 500_000],
+    ]);
+    const sink = createRecordSink(producer, names, "test", { maxMessageBytes: limits });
+    const big = retry(randomBytes(100_000), 1);
+    const small = retry(Buffer.from("x"), 2);
+    // The dead-letter topic's chunk goes first, then the retry topic's is refused.
+    await expect(sink.send([big, small])).rejects.toThrow("not authorized");
+    expect(sends.map((s) => s.topic)).toEqual([names.deadLetter[stream]]);
+    const report = await sink.send([big, small]);
+    expect(sends.map((s) => s.topic)).toEqual([names.deadLetter[stream], names.retry[stream]]);
+    expect([...report.tooLarge.keys()]).toEqual([big.record]);
+  });
+
+  it("a record that took another way since is sent on its new way", async () => {
+    const { producer, sends } = flakyProducer(2);
+    const sink = createRecordSink(producer, names, "test", { maxMessageBytes: 50_000 });
+    const deferred = retry(Buffer.from("x"), 1);
+    await sink.send([deferred]);
+    await expect(sink.send([retry(Buffer.from("y"), 2)])).rejects.toThrow("not authorized");
+    const asDeadLetter: SinkItem = {
+      kind: "dead-letter",
+      stream,
+      record: deferred.record,
+      fate: { kind: "dead-lettered", reason: "retry-exhausted", message: "too old" },
+    };
+    await sink.send([asDeadLetter]);
+    expect(sends.map((s) => s.topic)).toEqual([names.retry[stream], names.deadLetter[stream]]);
+  });
+});

@@ -5,6 +5,7 @@ import { encodeMark } from "../../pipeline/retry.js";
 import type { Logger, RecordSink, SinkItem, SinkReport, SourceRecord } from "../../ports.js";
 import { HEADER, type TopicNames } from "../../topics.js";
 import { sendBatchAtLeastOnce } from "./client.js";
+import { createHandedOnMemory, type HandedOn } from "./handed-on.js";
 
 /** Kafka's default max.message.bytes, for a sink not told its topics' own limit. */
 export const DEFAULT_MAX_MESSAGE_BYTES = 1_048_588;
@@ -34,6 +35,8 @@ export interface RecordSinkOptions {
    */
   readonly maxMessageBytes?: number | ReadonlyMap<string, number>;
   readonly logger?: Logger;
+  /** How many acknowledged copies of failed sends are remembered (handed-on.ts). */
+  readonly handedOnCapacity?: number;
 }
 
 /**
@@ -77,6 +80,9 @@ function isTooLarge(error: unknown, depth = 0): boolean {
  * not fit on its own — by that estimate, or because the broker refuses it — takes the next of FORMS: a deferred record is dead-lettered as
  * `record-too-large`, a dead letter goes without its value (`agp-value-omitted` gives its size), then
  * without the producer's headers. The source coordinates in its headers still find the record.
+ *
+ * A send that fails part-way throws, and its caller sends the same items again: the copies the
+ * broker acknowledged before the failure are not sent again (handed-on.ts), only the rest.
  */
 export function createRecordSink(
   producer: Producer,
@@ -85,6 +91,7 @@ export function createRecordSink(
   options: RecordSinkOptions = {},
 ): RecordSink {
   const { onDeadLetter = () => {}, maxMessageBytes = DEFAULT_MAX_MESSAGE_BYTES, logger } = options;
+  const handedOn = createHandedOnMemory(options.handedOnCapacity);
   const budget = (topic: string) =>
     (typeof maxMessageBytes === "number"
       ? maxMessageBytes
@@ -151,7 +158,12 @@ export function createRecordSink(
     }
   }
 
-  async function deliver(chunk: readonly Outgoing[], tooLarge: Map<SourceRecord, string>): Promise<void> {
+  /** Sends a chunk, adding each copy the broker acknowledged to `acked`, with how it ended. */
+  async function deliver(
+    chunk: readonly Outgoing[],
+    tooLarge: Map<SourceRecord, string>,
+    acked: [SinkItem, HandedOn][],
+  ): Promise<void> {
     const topic = (chunk[0] as Outgoing).topic;
     try {
       await sendBatchAtLeastOnce(producer, {
@@ -162,7 +174,7 @@ export function createRecordSink(
       if (!isTooLarge(error)) throw error;
       // Our estimate was wrong or the topic's limit changed: find the records refused, one by one.
       if (chunk.length > 1) {
-        for (const entry of chunk) await deliver([entry], tooLarge);
+        for (const entry of chunk) await deliver([entry], tooLarge, acked);
         return;
       }
       const entry = chunk[0] as Outgoing;
@@ -177,12 +189,14 @@ export function createRecordSink(
         },
         "the broker refused a copy as too large; sending a smaller one",
       );
-      await deliver([smaller], tooLarge);
+      await deliver([smaller], tooLarge, acked);
       return;
     }
     for (const { item, form } of chunk) {
-      if (item.kind === "retry" && form !== "as-is") tooLarge.set(item.record, tooLargeMessage(item));
+      const ended: HandedOn = item.kind === "retry" && form !== "as-is" ? { tooLarge: tooLargeMessage(item) } : {};
+      if (ended.tooLarge !== undefined) tooLarge.set(item.record, ended.tooLarge);
       if (item.kind === "dead-letter" || form !== "as-is") onDeadLetter(topic);
+      acked.push([item, ended]);
     }
   }
 
@@ -190,7 +204,14 @@ export function createRecordSink(
     async send(items: readonly SinkItem[]): Promise<SinkReport> {
       const tooLarge = new Map<SourceRecord, string>();
       const byTopic = new Map<string, Outgoing[]>();
+      let skipped = 0;
       for (const item of items) {
+        const known = handedOn.get(item);
+        if (known) {
+          if (known.tooLarge !== undefined) tooLarge.set(item.record, known.tooLarge);
+          skipped++;
+          continue;
+        }
         const { entry, fitting } = await firstFitting(item);
         if (entry.form !== "as-is" || !fitting)
           logger?.warn(
@@ -208,8 +229,17 @@ export function createRecordSink(
         entries.push(entry);
         byTopic.set(entry.topic, entries);
       }
-      for (const [topic, entries] of byTopic)
-        for (const chunk of chunksUnder(entries, budget(topic))) await deliver(chunk, tooLarge);
+      if (skipped > 0)
+        logger?.info({ skipped, items: items.length }, "copies acknowledged before a failed send are not sent again");
+      const acked: [SinkItem, HandedOn][] = [];
+      try {
+        for (const [topic, entries] of byTopic)
+          for (const chunk of chunksUnder(entries, budget(topic))) await deliver(chunk, tooLarge, acked);
+      } catch (error) {
+        for (const [item, ended] of acked) handedOn.remember(item, ended);
+        throw error;
+      }
+      handedOn.forget(items);
       return { tooLarge };
     },
   };
