@@ -188,7 +188,7 @@ describe("record sink: a send that fails part-way", () => {
       kind: "dead-letter",
       stream,
       record: deferred.record,
-      fate: { kind: "dead-lettered", reason: "retry-exhausted", message: "too old" },
+      fate: { kind: "dead-lettered", reason: "precondition-timeout", message: "too old" },
     };
     await sink.send([asDeadLetter]);
     expect(sends.map((s) => s.topic)).toEqual([names.retry[stream], names.deadLetter[stream]]);
