@@ -1,6 +1,7 @@
 import avro from "avsc";
 import { describe, expect, it } from "vitest";
-import { createAvroDecoder, createMissMemory } from "../../src/adapters/registry/schema-registry.js";
+import { createMissMemory } from "../../src/adapters/registry/schema-misses.js";
+import { createAvroDecoder } from "../../src/adapters/registry/schema-registry.js";
 import { TransientError } from "../../src/errors.js";
 import { Rejection } from "../../src/model/fate.js";
 import { readerSchema } from "../../src/model/schemas.js";

@@ -10,6 +10,7 @@ import { readerSchema } from "../../model/schemas.js";
 import { type Decoder, type DecoderMetrics, systemSleep } from "../../ports.js";
 import { STREAMS, type Stream } from "../../topics.js";
 import { currentPem, currentSecret } from "../credentials.js";
+import { createMissMemory, MAX_SCHEMA_MISSES } from "./schema-misses.js";
 
 const MAGIC_BYTE = 0;
 /** How often a registration answered 409 is asked again (see registerSubject). */
@@ -99,9 +100,6 @@ export interface DecoderOptions {
   readonly now?: () => number;
   readonly metrics?: DecoderMetrics;
 }
-
-/** Ids the registry does not know, remembered at most: a few hundred KB, whatever a flood holds. */
-export const MAX_SCHEMA_MISSES = 10_000;
 
 /**
  * Decodes Confluent-framed Avro (magic byte 0, 4-byte schema id, body) with the writer schema the id
@@ -206,33 +204,6 @@ export function createAvroDecoder(registry: SchemaRegistry, options: DecoderOpti
       } catch (error) {
         return undecodable(id, (error as Error).message);
       }
-    },
-  };
-}
-
-/**
- * The schema ids a registry did not know, each for `ttlMs`, at most `capacity` of them. Kept in the
- * order they were learnt, which is the order they expire in: the expired and, past the capacity, the
- * oldest are dropped from the front as new ones come, so neither age nor a flood of ids grows it.
- */
-export function createMissMemory(ttlMs: number, capacity: number, now: () => number) {
-  const entries = new Map<number, { rejection: Rejection; until: number }>();
-  return {
-    get(id: number): Rejection | undefined {
-      const entry = entries.get(id);
-      return entry && entry.until > now() ? entry.rejection : undefined;
-    },
-    add(id: number, rejection: Rejection): void {
-      const at = now();
-      entries.delete(id);
-      entries.set(id, { rejection, until: at + ttlMs });
-      for (const [oldest, { until }] of entries) {
-        if (entries.size <= capacity && until > at) break;
-        entries.delete(oldest);
-      }
-    },
-    get size(): number {
-      return entries.size;
     },
   };
 }
