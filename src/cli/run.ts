@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { errorMessage } from "../errors.js";
 import { systemClock } from "../ports.js";
+import { redactUserinfo } from "../redact.js";
 import { type RunningService, startService } from "../service.js";
 import { StartupStopped } from "../startup/deadline.js";
 import { action, cliContext } from "./context.js";
@@ -10,7 +11,7 @@ import { action, cliContext } from "./context.js";
  * still retries on) must not keep the process alive.
  */
 function exitWith(line: string): never {
-  process.stderr.write(`error: ${line}\n`);
+  process.stderr.write(`error: ${redactUserinfo(line)}\n`);
   process.exit(1);
 }
 
@@ -66,10 +67,7 @@ export function registerRun(program: Command): void {
         try {
           await service.done;
         } catch (error) {
-          logger.fatal(
-            { error: error instanceof Error ? error.message : String(error) },
-            "projector stopped on a fatal error",
-          );
+          logger.fatal({ error: errorMessage(error) }, "projector stopped on a fatal error");
           process.exit(1);
         }
         // Everything the service opened is closed; a library timer left behind must not hold the exit

@@ -8,6 +8,7 @@ import {
   registerSchemas,
 } from "../adapters/registry/schema-registry.js";
 import type { Decoder, DecoderMetrics } from "../ports.js";
+import { redactUserinfo } from "../redact.js";
 import type { TopicNames } from "../topics.js";
 import type { StartupContext } from "./context.js";
 
@@ -18,7 +19,7 @@ export async function connectRegistry(
   metrics?: DecoderMetrics,
 ): Promise<Decoder> {
   const { config, logger, clock } = ctx;
-  await ctx.step(`schema registry at ${config.registry.url}`, () => checkRegistry(config.registry));
+  await ctx.step(`schema registry at ${redactUserinfo(config.registry.url)}`, () => checkRegistry(config.registry));
   if (config.registerSchemas) {
     const ids = await ctx.step("registering the reader schemas (REGISTER_SCHEMAS)", () =>
       registerSchemas(config.registry, names.source),

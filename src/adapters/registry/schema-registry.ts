@@ -8,6 +8,7 @@ import { classify, errorMessage, FatalError, isTlsTrustFailure, TransientError }
 import { Rejection } from "../../model/fate.js";
 import { readerSchema } from "../../model/schemas.js";
 import { type Decoder, type DecoderMetrics, systemSleep } from "../../ports.js";
+import { redactUserinfo } from "../../redact.js";
 import { STREAMS, type Stream } from "../../topics.js";
 import { currentPem, currentSecret } from "../credentials.js";
 import { createMissMemory, MAX_SCHEMA_MISSES } from "./schema-misses.js";
@@ -281,6 +282,7 @@ async function registryRequest(
     headers.authorization = `Basic ${token}`;
   }
   const url = `${config.url.replace(/\/$/, "")}${path}`;
+  const shown = redactUserinfo(config.url);
   const agent = agentFor(config);
   const client = url.startsWith("https:") ? https : http;
   let status: number;
@@ -304,9 +306,9 @@ async function registryRequest(
     }));
   } catch (error) {
     if (isTlsTrustFailure(error)) {
-      throw new FatalError(`schema registry at ${config.url}: TLS: ${(error as Error).message}`, { cause: error });
+      throw new FatalError(`schema registry at ${shown}: TLS: ${(error as Error).message}`, { cause: error });
     }
-    throw new TransientError(`schema registry at ${config.url} unreachable: ${(error as Error).message}`, {
+    throw new TransientError(`schema registry at ${shown} unreachable: ${(error as Error).message}`, {
       cause: error,
     });
   }
@@ -317,12 +319,10 @@ async function registryRequest(
     parsed = { message: text.slice(0, 500) };
   }
   if (status === 401 || status === 403) {
-    throw new FatalError(`schema registry at ${config.url} refused our credentials (HTTP ${status})`);
+    throw new FatalError(`schema registry at ${shown} refused our credentials (HTTP ${status})`);
   }
   if (status >= 500) {
-    throw new TransientError(
-      `schema registry at ${config.url} answered HTTP ${status}: ${String(parsed.message ?? "")}`,
-    );
+    throw new TransientError(`schema registry at ${shown} answered HTTP ${status}: ${String(parsed.message ?? "")}`);
   }
   return { status, body: parsed };
 }
@@ -330,7 +330,8 @@ async function registryRequest(
 /** Resolves when the registry answers an authenticated request; readiness and start-up ask it. */
 export async function checkRegistry(config: Config["registry"], timeoutMs = 2_000): Promise<void> {
   const { status } = await registryRequest(config, "GET", "/subjects", undefined, timeoutMs);
-  if (status !== 200) throw new TransientError(`schema registry at ${config.url} answered HTTP ${status} to /subjects`);
+  if (status !== 200)
+    throw new TransientError(`schema registry at ${redactUserinfo(config.url)} answered HTTP ${status} to /subjects`);
 }
 
 /** A subject's own compatibility level, or the registry's global one when the subject has none. */
