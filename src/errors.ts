@@ -12,6 +12,9 @@
  * Record-level problems found before Neo4j (undecodable bytes, invalid fields) are not errors: they are fates.
  * Whether a failed write is a record's or the infrastructure's is decided by `blame` below.
  */
+
+import { redactUserinfo } from "./redact.js";
+
 export type RetryClass = "transient" | "fatal" | "rejected" | "unknown";
 
 export class TransientError extends Error {
@@ -219,5 +222,6 @@ export function boundedText(text: string, max = 1_000): string {
 }
 
 export function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  // A library's message may quote a URL as configured, credentials and all.
+  return redactUserinfo(error instanceof Error ? error.message : String(error));
 }

@@ -173,6 +173,14 @@ export interface Metrics {
   recordFinding(tenant: string, kind: FindingKind): void;
 }
 
+/** What the Avro decoder reports. */
+export interface DecoderMetrics {
+  /** A record named a schema id the registry does not know (or does not serve as Avro). */
+  recordSchemaIdMiss(): void;
+  /** The registry was asked for such an id (at most once per id per SCHEMA_MISS_TTL_MS). */
+  recordSchemaIdLookupMiss(): void;
+}
+
 /** What the findings publisher reports. */
 export interface FindingMetrics {
   /** Findings in the graph not yet published, per tenant, as the publisher last counted them. */

@@ -43,7 +43,7 @@ export async function startService(
     const endpoints = await openEndpoints(ctx, metrics);
     const { driver, graph, schema } = openGraph(ctx, metrics, databases);
     await prepareGraph(ctx, schema, databases);
-    const decoder = await connectRegistry(ctx, names);
+    const decoder = await connectRegistry(ctx, names, metrics);
     const kafka = await connectKafka(ctx, names);
     const maxMessageBytes = await prepareOwnTopics(ctx, kafka.admin, names, kafka.brokers);
     const built = await buildConsumer(ctx, kafka, names, { metrics, decoder, graph, databases, maxMessageBytes });

@@ -1,5 +1,6 @@
 import { pino } from "pino";
 import { type Config, ConfigError, loadConfig } from "../config.js";
+import { errorMessage } from "../errors.js";
 import { type AppLogger, createLogger } from "../logger.js";
 import { EXIT_CODES } from "./exit-codes.js";
 
@@ -31,7 +32,7 @@ export function action<A extends unknown[]>(body: (...args: A) => Promise<void>)
     try {
       await body(...args);
     } catch (error) {
-      process.stderr.write(`error: ${error instanceof Error ? error.message : String(error)}\n`);
+      process.stderr.write(`error: ${errorMessage(error)}\n`);
       process.exitCode = EXIT_CODES.failure;
     }
   };

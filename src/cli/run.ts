@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { errorMessage } from "../errors.js";
 import { systemClock } from "../ports.js";
+import { redactUserinfo } from "../redact.js";
 import { type RunningService, startService } from "../service.js";
 import { StartupStopped } from "../startup/deadline.js";
 import { action, cliContext } from "./context.js";
@@ -11,7 +12,7 @@ import { EXIT_CODES } from "./exit-codes.js";
  * still retries on) must not keep the process alive.
  */
 function exitWith(line: string): never {
-  process.stderr.write(`error: ${line}\n`);
+  process.stderr.write(`error: ${redactUserinfo(line)}\n`);
   process.exit(EXIT_CODES.failure);
 }
 
@@ -67,10 +68,7 @@ export function registerRun(program: Command): void {
         try {
           await service.done;
         } catch (error) {
-          logger.fatal(
-            { error: error instanceof Error ? error.message : String(error) },
-            "projector stopped on a fatal error",
-          );
+          logger.fatal({ error: errorMessage(error) }, "projector stopped on a fatal error");
           process.exit(EXIT_CODES.failure);
         }
         // Everything the service opened is closed; a library timer left behind must not hold the exit

@@ -7,14 +7,19 @@ import {
   createSchemaRegistry,
   registerSchemas,
 } from "../adapters/registry/schema-registry.js";
-import type { Decoder } from "../ports.js";
+import type { Decoder, DecoderMetrics } from "../ports.js";
+import { redactUserinfo } from "../redact.js";
 import type { TopicNames } from "../topics.js";
 import type { StartupContext } from "./context.js";
 
 /** The connect phase for the schema registry: reachable, the reader schemas registered if asked to. */
-export async function connectRegistry(ctx: StartupContext, names: TopicNames): Promise<Decoder> {
+export async function connectRegistry(
+  ctx: StartupContext,
+  names: TopicNames,
+  metrics?: DecoderMetrics,
+): Promise<Decoder> {
   const { config, logger, clock } = ctx;
-  await ctx.step(`schema registry at ${config.registry.url}`, () => checkRegistry(config.registry));
+  await ctx.step(`schema registry at ${redactUserinfo(config.registry.url)}`, () => checkRegistry(config.registry));
   if (config.registerSchemas) {
     const ids = await ctx.step("registering the reader schemas (REGISTER_SCHEMAS)", () =>
       registerSchemas(config.registry, names.source),
@@ -22,7 +27,11 @@ export async function connectRegistry(ctx: StartupContext, names: TopicNames): P
     logger.info({ schemaIds: ids }, "reader schemas registered");
   }
   const registry = createSchemaRegistry(config.registry);
-  return createAvroDecoder(registry, { missTtlMs: config.registry.missTtlMs, now: () => clock.now() });
+  return createAvroDecoder(registry, {
+    missTtlMs: config.registry.missTtlMs,
+    now: () => clock.now(),
+    ...(metrics ? { metrics } : {}),
+  });
 }
 
 export interface OpenKafka {

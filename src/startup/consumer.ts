@@ -17,6 +17,7 @@ import { createSchemaRegistry } from "../adapters/registry/schema-registry.js";
 import { validationRules } from "../model/validate.js";
 import { type BatchDeps, processBatch } from "../pipeline/process-batch.js";
 import type { Decoder, GraphWriter } from "../ports.js";
+import { redactUserinfo } from "../redact.js";
 import { consumedTopics, type Stream, type TopicNames } from "../topics.js";
 import { SERVICE_VERSION } from "../version.js";
 import type { OpenKafka } from "./connect.js";
@@ -133,8 +134,9 @@ async function buildFindingPublisher(
   const { config, logger } = ctx;
   // Registering needs write access to the registry, which REGISTER_SCHEMAS=false says we may not have.
   const subject = findingsSubject(names.findings);
-  const schemaId = await ctx.step(`schema registry at ${config.registry.url} (subject ${subject})`, () =>
-    findingSchemaId(config, names.findings),
+  const schemaId = await ctx.step(
+    `schema registry at ${redactUserinfo(config.registry.url)} (subject ${subject})`,
+    () => findingSchemaId(config, names.findings),
   );
   const findings = createFindingPublisher({
     graph: parts.graph,

@@ -4,6 +4,7 @@ import { createDriver, createGraphWriter, credentialsAccepted } from "../adapter
 import { migrate, verifyMigrated } from "../adapters/neo4j/migrate.js";
 import { sharedDatabases } from "../config.js";
 import type { GraphWriter } from "../ports.js";
+import { redactUserinfo } from "../redact.js";
 import type { StartupContext } from "./context.js";
 
 /** The two ways start-up can make sure of the §6 constraints on the served databases. */
@@ -51,7 +52,7 @@ export async function prepareGraph(
   schema: GraphSchema,
   databases: ReadonlyMap<string, string>,
 ): Promise<void> {
-  await ctx.step(`Neo4j at ${ctx.config.neo4j.uri}`, () =>
+  await ctx.step(`Neo4j at ${redactUserinfo(ctx.config.neo4j.uri)}`, () =>
     ctx.config.migrateOnStart ? schema.migrate() : schema.verify(),
   );
   ctx.logger.info({ databases: [...new Set(databases.values())] }, "constraints in place");

@@ -12,7 +12,7 @@ import { HEADER, type Stream } from "../../src/topics.js";
 import { escalation, outcome, snapshot } from "../support/builders.js";
 import { Harness } from "../support/harness.js";
 
-const { ConfigResourceTypes, ConfigSource } = kafkajs;
+const { CompressionTypes, ConfigResourceTypes, ConfigSource } = kafkajs;
 
 /** Kafka's default max.message.bytes: the largest record batch a topic created without settings takes. */
 const KAFKA_DEFAULT_MAX_MESSAGE_BYTES = 1_048_588;
@@ -131,6 +131,33 @@ describe("hand-off to the retry and dead-letter topics never fails on size", () 
       expect(own["retention.ms"]).toMatch(/^\d+$/);
       expect(own["min.insync.replicas"]).toMatch(/^\d+$/);
     }
+  });
+
+  it("a 2 MB outcome its producer gzipped onto a default 1 MB topic, deferred until its agent registers, is applied", async () => {
+    await setUp("handoff-gzip");
+    const encode = await withAttachment("outcome-created");
+    // Text that gzip shrinks to a few KB: the broker takes it, judging the compressed batch.
+    const attachment = Buffer.from("step done, nothing to report; ".repeat(66_700)).subarray(0, 2_000_000);
+    const value = await encode(outcome("o-gzip", "gzip-agt-001"), attachment);
+    expect(value.length).toBeGreaterThan(KAFKA_DEFAULT_MAX_MESSAGE_BYTES * 1.9);
+    const producer = createProducer(harness.kafka);
+    await producer.connect();
+    try {
+      await producer.sendBatch({
+        acks: -1,
+        compression: CompressionTypes.GZIP,
+        topicMessages: [{ topic: harness.names.source["outcome-created"], messages: [{ key: "o-gzip", value }] }],
+      });
+    } finally {
+      await producer.disconnect();
+    }
+    await eventually("the gzipped outcome's deferral", deferred("outcome-created"));
+    await harness.publish([snapshot("gzip-agt-001")]);
+    await eventually("the gzipped outcome's PRODUCED edge", () =>
+      hasEdge("Agent:gzip-agt-001 -[PRODUCED]-> Outcome:o-gzip "),
+    );
+    expect(stopped).toBeUndefined();
+    expect((await harness.deadLetters()).filter((l) => l.headers[HEADER.sourceTopic] !== undefined)).toEqual([]);
   });
 
   it("a record within a few hundred bytes of the default 1 MB limit is deferred and applied", async () => {

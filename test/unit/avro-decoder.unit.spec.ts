@@ -1,5 +1,6 @@
 import avro from "avsc";
 import { describe, expect, it } from "vitest";
+import { createMissMemory } from "../../src/adapters/registry/schema-misses.js";
 import { createAvroDecoder } from "../../src/adapters/registry/schema-registry.js";
 import { TransientError } from "../../src/errors.js";
 import { Rejection } from "../../src/model/fate.js";
@@ -141,5 +142,95 @@ describe("the Avro decoder", () => {
     clock.now = 60_001;
     await decoder.decode("outcome-created", unknown);
     expect(lookups()).toBe(2);
+  });
+});
+
+describe("the decoder's memory of unknown schema ids", () => {
+  const reader = avro.Type.forSchema(readerSchema("outcome-created") as avro.Schema);
+  /** A value that starts with 0x00 without being Confluent-framed: its "id" is whatever follows. */
+  const framedAs = (id: number) => {
+    const value = Buffer.alloc(9);
+    value.writeInt32BE(id, 1);
+    return value;
+  };
+
+  function flooded(options: { maxMisses?: number } = {}) {
+    const clock = { now: 0 };
+    const asked: number[] = [];
+    const registry = {
+      async getSchema(id: number) {
+        asked.push(id);
+        await new Promise((resolve) => setTimeout(resolve, 1));
+        if (id === 7) return reader;
+        throw Object.assign(new Error(`Schema ${id} not found`), { status: 404 });
+      },
+    };
+    const counted = { misses: 0, lookups: 0 };
+    const metrics = {
+      recordSchemaIdMiss: () => counted.misses++,
+      recordSchemaIdLookupMiss: () => counted.lookups++,
+    };
+    const decoder = createAvroDecoder(registry as never, {
+      missTtlMs: 60_000,
+      now: () => clock.now,
+      metrics,
+      ...options,
+    });
+    return { decoder, clock, asked, counted };
+  }
+
+  it("a flood asks the registry once per id per TTL, whichever streams ask at once, and counts every miss", async () => {
+    const { decoder, clock, asked, counted } = flooded();
+    const ids = [101, 102, 103];
+    const flood = () =>
+      Promise.all(
+        Array.from({ length: 300 }, (_, n) =>
+          decoder.decode(n % 2 ? "outcome-created" : "escalation-edge", framedAs(ids[n % 3] as number)),
+        ),
+      );
+    for (const result of await flood()) expect(result).toMatchObject({ reason: "unknown-schema-id" });
+    expect(asked.sort()).toEqual(ids);
+    expect(counted).toEqual({ misses: 300, lookups: 3 });
+
+    clock.now = 59_999;
+    await flood();
+    expect(asked).toHaveLength(3);
+    clock.now = 60_001;
+    await flood();
+    expect(asked).toHaveLength(6);
+    expect(counted).toEqual({ misses: 900, lookups: 6 });
+    // A known id is no miss.
+    expect(await decoder.decode("outcome-created", frame(7, reader.toBuffer(outcome)))).toEqual(outcome);
+    expect(counted.misses).toBe(900);
+  });
+
+  it("a flood of distinct ids is answered, one request each, while the memory stays within its bound", async () => {
+    const { decoder, asked, counted } = flooded({ maxMisses: 50 });
+    for (let id = 1_000; id < 1_500; id++)
+      expect(await decoder.decode("outcome-created", framedAs(id))).toMatchObject({ reason: "unknown-schema-id" });
+    expect(asked).toHaveLength(500);
+    expect(counted).toEqual({ misses: 500, lookups: 500 });
+    // The newest are remembered; the oldest were forgotten to make room and are asked again.
+    await decoder.decode("outcome-created", framedAs(1_499));
+    expect(asked).toHaveLength(500);
+    await decoder.decode("outcome-created", framedAs(1_000));
+    expect(asked).toHaveLength(501);
+  });
+
+  it("holds at most its capacity and drops expired ids as new ones come", () => {
+    const clock = { now: 0 };
+    const memory = createMissMemory(1_000, 100, () => clock.now);
+    const miss = new Rejection("unknown-schema-id", "x");
+    for (let id = 0; id < 10_000; id++) memory.add(id, miss);
+    expect(memory.size).toBe(100);
+    expect(memory.get(9_999)).toBe(miss);
+    expect(memory.get(0)).toBeUndefined();
+
+    clock.now = 1_001;
+    expect(memory.get(9_999)).toBeUndefined();
+    memory.add(1, miss);
+    // Every entry older than the TTL went with the first add after it.
+    expect(memory.size).toBe(1);
+    expect(memory.get(1)).toBe(miss);
   });
 });

@@ -84,6 +84,16 @@ describe("Prometheus metrics", () => {
     expect(await sample(text, 'agp_records_total{stream="registry-mutation",result="applied",reason=""}')).toBe(0);
   });
 
+  it("counts records with an unknown schema id and the registry requests they cost, from 0", async () => {
+    const metrics = createPrometheusMetrics();
+    expect(await sample(metrics.registry.metrics(), "agp_schema_id_misses_total")).toBe(0);
+    expect(await sample(metrics.registry.metrics(), "agp_schema_id_miss_lookups_total")).toBe(0);
+    for (let n = 0; n < 3; n++) metrics.recordSchemaIdMiss();
+    metrics.recordSchemaIdLookupMiss();
+    expect(await sample(metrics.registry.metrics(), "agp_schema_id_misses_total")).toBe(3);
+    expect(await sample(metrics.registry.metrics(), "agp_schema_id_miss_lookups_total")).toBe(1);
+  });
+
   it("counts transaction retries by the transaction's first statement and the error", async () => {
     const metrics = createPrometheusMetrics();
     // Each stream's write starts at 0 for deadlocks; other errors appear with their first retry.

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import type { Admin, Producer } from "kafkajs";
 import { describe, expect, it } from "vitest";
 import {
@@ -19,6 +20,8 @@ import type { SinkItem } from "../../src/ports.js";
 import { HEADER, topicNames } from "../../src/topics.js";
 
 const names = topicNames(loadConfig({}).topics);
+/** Bytes gzip cannot shrink: the copies below are too large for their topic even compressed. */
+const incompressible = (bytes: number): Buffer => randomBytes(bytes);
 const setting = (spec: ReturnType<typeof topicSpecs>[number], name: string) =>
   spec.configEntries?.find((entry) => entry.name === name)?.value;
 
@@ -139,7 +142,7 @@ describe("record sink limits", () => {
   it("bounds the error text and omits a value that cannot fit, saying so", async () => {
     const { producer, sends } = recordingProducer();
     const sink = createRecordSink(producer, names, "test", { maxMessageBytes: 100_000 });
-    await sink.send([deadLetter(Buffer.alloc(99_990, 1), 7, "x".repeat(40_000))]);
+    await sink.send([deadLetter(incompressible(99_990), 7, "x".repeat(40_000))]);
     const [message] = sends.flatMap((request) => request.flatMap((t) => t.messages));
     const headers = message?.headers as Record<string, string>;
     expect(Buffer.byteLength(headers[HEADER.errorMessage] ?? "")).toBe(MAX_ERROR_MESSAGE_BYTES);
@@ -189,7 +192,7 @@ describe("record sink: a copy too large for its topic", () => {
       maxMessageBytes: limits,
       onDeadLetter: (topic) => dead.push(topic),
     });
-    await sink.send([retry(Buffer.alloc(100_000, 1), 5), retry(Buffer.alloc(10, 1), 6)]);
+    await sink.send([retry(incompressible(100_000), 5), retry(Buffer.alloc(10, 1), 6)]);
     const to = (topic: string) => sends.filter((s) => s.topic === topic).flatMap((s) => s.messages);
     expect(to(names.retry["outcome-created"]).map((m) => String(m.headers[HEADER.sourceOffset]))).toEqual(["6"]);
     const [letter] = to(names.deadLetter["outcome-created"]);
@@ -207,7 +210,7 @@ describe("record sink: a copy too large for its topic", () => {
   it("goes without its value when the dead-letter topic cannot take it either", async () => {
     const { producer, sends } = recordingProducer();
     const sink = createRecordSink(producer, names, "test", { maxMessageBytes: 50_000 });
-    await sink.send([retry(Buffer.alloc(100_000, 1), 5)]);
+    await sink.send([retry(incompressible(100_000), 5)]);
     expect(sends.map((s) => s.topic)).toEqual([names.deadLetter["outcome-created"]]);
     const [letter] = sends.flatMap((s) => s.messages);
     expect(letter?.value).toBeNull();

@@ -1,8 +1,11 @@
+import { promisify } from "node:util";
+import { gzip as gzipCallback } from "node:zlib";
 import kafkajs, { type IHeaders, type Producer } from "kafkajs";
 import { encodeMark } from "../../pipeline/retry.js";
 import type { Logger, RecordSink, SinkItem, SinkReport, SourceRecord } from "../../ports.js";
 import { HEADER, type TopicNames } from "../../topics.js";
 import { sendBatchAtLeastOnce } from "./client.js";
+import { createHandedOnMemory, type HandedOn } from "./handed-on.js";
 
 /** Kafka's default max.message.bytes, for a sink not told its topics' own limit. */
 export const DEFAULT_MAX_MESSAGE_BYTES = 1_048_588;
@@ -15,6 +18,7 @@ const RECORD_OVERHEAD_BYTES = 64;
 const HEADER_OVERHEAD_BYTES = 10;
 // kafkajs is CommonJS and Node's ESM loader does not see this export by name.
 const { CompressionTypes } = kafkajs;
+const gzip = promisify(gzipCallback);
 
 interface OutgoingMessage {
   key: Buffer | null;
@@ -31,6 +35,8 @@ export interface RecordSinkOptions {
    */
   readonly maxMessageBytes?: number | ReadonlyMap<string, number>;
   readonly logger?: Logger;
+  /** How many acknowledged copies of failed sends are remembered (handed-on.ts). */
+  readonly handedOnCapacity?: number;
 }
 
 /**
@@ -69,10 +75,14 @@ function isTooLarge(error: unknown, depth = 0): boolean {
  * No record's size stops a send. kafkajs puts a send's records for one partition into one record
  * batch, which the broker refuses whole when it is larger than the topic's max.message.bytes, so the
  * items are sent in successive requests each under its topic's limit. The error text is cut to
- * MAX_ERROR_MESSAGE_BYTES. A copy that would not fit on its own — by our estimate, or because the
- * broker refuses it — takes the next of FORMS: a deferred record is dead-lettered as
+ * MAX_ERROR_MESSAGE_BYTES. The broker applies the limit to the batch as sent, compressed: a copy
+ * larger than the limit goes as it is when gzip brings it under (compressedSize). A copy that would
+ * not fit on its own — by that estimate, or because the broker refuses it — takes the next of FORMS: a deferred record is dead-lettered as
  * `record-too-large`, a dead letter goes without its value (`agp-value-omitted` gives its size), then
  * without the producer's headers. The source coordinates in its headers still find the record.
+ *
+ * A send that fails part-way throws, and its caller sends the same items again: the copies the
+ * broker acknowledged before the failure are not sent again (handed-on.ts), only the rest.
  */
 export function createRecordSink(
   producer: Producer,
@@ -81,6 +91,7 @@ export function createRecordSink(
   options: RecordSinkOptions = {},
 ): RecordSink {
   const { onDeadLetter = () => {}, maxMessageBytes = DEFAULT_MAX_MESSAGE_BYTES, logger } = options;
+  const handedOn = createHandedOnMemory(options.handedOnCapacity);
   const budget = (topic: string) =>
     (typeof maxMessageBytes === "number"
       ? maxMessageBytes
@@ -130,14 +141,29 @@ export function createRecordSink(
     return build(entry.item, entry.item.kind === "dead-letter" && next === "dead-letter" ? "without-value" : next);
   }
 
-  /** The first form of the item's copy that fits its topic by our estimate (the last one regardless). */
-  function firstFitting(item: SinkItem): Outgoing {
-    let entry = build(item, "as-is");
-    for (let next = shrink(entry); entry.size > budget(entry.topic) && next; next = shrink(entry)) entry = next;
-    return entry;
+  /** Whether the broker would take the copy alone: its size, or else its gzipped size, within the limit. */
+  async function fits(entry: Outgoing): Promise<boolean> {
+    const limit = budget(entry.topic);
+    return entry.size <= limit || (await compressedSize(entry.message)) <= limit;
   }
 
-  async function deliver(chunk: readonly Outgoing[], tooLarge: Map<SourceRecord, string>): Promise<void> {
+  /** The first form of the item's copy that fits its topic by our estimate (the last one regardless). */
+  async function firstFitting(item: SinkItem): Promise<{ entry: Outgoing; fitting: boolean }> {
+    let entry = build(item, "as-is");
+    for (;;) {
+      if (await fits(entry)) return { entry, fitting: true };
+      const next = shrink(entry);
+      if (!next) return { entry, fitting: false };
+      entry = next;
+    }
+  }
+
+  /** Sends a chunk, adding each copy the broker acknowledged to `acked`, with how it ended. */
+  async function deliver(
+    chunk: readonly Outgoing[],
+    tooLarge: Map<SourceRecord, string>,
+    acked: [SinkItem, HandedOn][],
+  ): Promise<void> {
     const topic = (chunk[0] as Outgoing).topic;
     try {
       await sendBatchAtLeastOnce(producer, {
@@ -148,7 +174,7 @@ export function createRecordSink(
       if (!isTooLarge(error)) throw error;
       // Our estimate was wrong or the topic's limit changed: find the records refused, one by one.
       if (chunk.length > 1) {
-        for (const entry of chunk) await deliver([entry], tooLarge);
+        for (const entry of chunk) await deliver([entry], tooLarge, acked);
         return;
       }
       const entry = chunk[0] as Outgoing;
@@ -163,12 +189,14 @@ export function createRecordSink(
         },
         "the broker refused a copy as too large; sending a smaller one",
       );
-      await deliver([smaller], tooLarge);
+      await deliver([smaller], tooLarge, acked);
       return;
     }
     for (const { item, form } of chunk) {
-      if (item.kind === "retry" && form !== "as-is") tooLarge.set(item.record, tooLargeMessage(item));
+      const ended: HandedOn = item.kind === "retry" && form !== "as-is" ? { tooLarge: tooLargeMessage(item) } : {};
+      if (ended.tooLarge !== undefined) tooLarge.set(item.record, ended.tooLarge);
       if (item.kind === "dead-letter" || form !== "as-is") onDeadLetter(topic);
+      acked.push([item, ended]);
     }
   }
 
@@ -176,9 +204,16 @@ export function createRecordSink(
     async send(items: readonly SinkItem[]): Promise<SinkReport> {
       const tooLarge = new Map<SourceRecord, string>();
       const byTopic = new Map<string, Outgoing[]>();
+      let skipped = 0;
       for (const item of items) {
-        const entry = firstFitting(item);
-        if (entry.form !== "as-is" || entry.size > budget(entry.topic))
+        const known = handedOn.get(item);
+        if (known) {
+          if (known.tooLarge !== undefined) tooLarge.set(item.record, known.tooLarge);
+          skipped++;
+          continue;
+        }
+        const { entry, fitting } = await firstFitting(item);
+        if (entry.form !== "as-is" || !fitting)
           logger?.warn(
             {
               topic: entry.item.record.topic,
@@ -194,8 +229,17 @@ export function createRecordSink(
         entries.push(entry);
         byTopic.set(entry.topic, entries);
       }
-      for (const [topic, entries] of byTopic)
-        for (const chunk of chunksUnder(entries, budget(topic))) await deliver(chunk, tooLarge);
+      if (skipped > 0)
+        logger?.info({ skipped, items: items.length }, "copies acknowledged before a failed send are not sent again");
+      const acked: [SinkItem, HandedOn][] = [];
+      try {
+        for (const [topic, entries] of byTopic)
+          for (const chunk of chunksUnder(entries, budget(topic))) await deliver(chunk, tooLarge, acked);
+      } catch (error) {
+        for (const [item, ended] of acked) handedOn.remember(item, ended);
+        throw error;
+      }
+      handedOn.forget(items);
       return { tooLarge };
     },
   };
@@ -209,6 +253,24 @@ export function messageSize(message: OutgoingMessage): number {
     size += HEADER_OVERHEAD_BYTES + Buffer.byteLength(name) + bytes;
   }
   return size;
+}
+
+/**
+ * An upper estimate of a message's bytes in a gzip-compressed record batch of its own (the batch
+ * frame aside, as in messageSize): each field's length, and key, value and headers gzipped together as the producer does
+ * (kafkajs gzips a batch's encoded records with zlib's default level).
+ */
+export async function compressedSize(message: OutgoingMessage): Promise<number> {
+  const parts: Buffer[] = [];
+  let frame = RECORD_OVERHEAD_BYTES;
+  if (message.key) parts.push(message.key);
+  if (message.value) parts.push(message.value);
+  for (const [name, value] of Object.entries(message.headers)) {
+    frame += HEADER_OVERHEAD_BYTES;
+    parts.push(Buffer.from(name));
+    if (value !== undefined) parts.push(Buffer.isBuffer(value) ? value : Buffer.from(String(value)));
+  }
+  return frame + (await gzip(Buffer.concat(parts))).length;
 }
 
 /** Consecutive runs of items whose sizes add up to at most `budget` (an item larger alone goes alone). */

@@ -3,13 +3,13 @@ import type { StatementName, StatementResult } from "../../cypher/statement.js";
 import { DEFER_REASONS, type Fate, fateReason, REJECT_REASONS } from "../../model/fate.js";
 import { FINDING_KINDS } from "../../model/findings.js";
 import { ageSeconds } from "../../pipeline/unapplied-age.js";
-import type { ConsumerMetrics, FindingMetrics, Metrics, PauseReason } from "../../ports.js";
+import type { ConsumerMetrics, DecoderMetrics, FindingMetrics, Metrics, PauseReason } from "../../ports.js";
 import { STREAMS, type Stream } from "../../topics.js";
 
 export const METRIC_PREFIX = "agp_";
 
 /** Everything the service exports, on one registry; the core sees only the Metrics interface. */
-export interface PrometheusMetrics extends Metrics, ConsumerMetrics, FindingMetrics {
+export interface PrometheusMetrics extends Metrics, ConsumerMetrics, FindingMetrics, DecoderMetrics {
   readonly registry: Registry;
   recordConsumed(topic: string, partition: number, count: number): void;
   recordRebalance(): void;
@@ -237,6 +237,16 @@ export function createPrometheusMetrics(
     labelNames: ["topic", "partition"],
     registers: [registry],
   });
+  const schemaIdMisses = new Counter({
+    name: p("schema_id_misses_total"),
+    help: "Records whose schema id the registry does not know (or does not serve as Avro); dead-lettered as unknown-schema-id or unsupported-schema.",
+    registers: [registry],
+  });
+  const schemaIdLookupMisses = new Counter({
+    name: p("schema_id_miss_lookups_total"),
+    help: "Registry requests for a schema id it did not know: at most one per id per SCHEMA_MISS_TTL_MS, however many records name it.",
+    registers: [registry],
+  });
   // Every series an alert reads with increase() or rate() exists from the start at 0: a series born at
   // its first increment reads as no increase, and the first burst after a start would go unseen.
   for (const topic of build.topics?.deadLetter ?? []) dlqPublished.inc({ topic }, 0);
@@ -310,6 +320,8 @@ export function createPrometheusMetrics(
     setDrift: (tenant, kind, count) => drift.set({ tenant, kind }, count),
     setReady: (ok) => ready.set(ok ? 1 : 0),
     recordDeadLetterPublished: (topic) => dlqPublished.inc({ topic }),
+    recordSchemaIdMiss: () => schemaIdMisses.inc(),
+    recordSchemaIdLookupMiss: () => schemaIdLookupMisses.inc(),
     setOldestUnapplied,
     setLastCommit(topic, partition, atMs) {
       if (atMs === undefined) lastCommit.remove({ topic, partition: String(partition) });

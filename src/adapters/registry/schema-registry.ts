@@ -7,9 +7,11 @@ import type { Config } from "../../config.js";
 import { classify, errorMessage, FatalError, isTlsTrustFailure, TransientError } from "../../errors.js";
 import { Rejection } from "../../model/fate.js";
 import { readerSchema } from "../../model/schemas.js";
-import { type Decoder, systemSleep } from "../../ports.js";
+import { type Decoder, type DecoderMetrics, systemSleep } from "../../ports.js";
+import { redactUserinfo } from "../../redact.js";
 import { STREAMS, type Stream } from "../../topics.js";
 import { currentPem, currentSecret } from "../credentials.js";
+import { createMissMemory, MAX_SCHEMA_MISSES } from "./schema-misses.js";
 
 const MAGIC_BYTE = 0;
 /** How often a registration answered 409 is asked again (see registerSubject). */
@@ -94,7 +96,10 @@ export function createRegistryPing(config: Config["registry"], timeoutMs: number
 export interface DecoderOptions {
   /** How long an id the registry does not know is answered from memory before it is asked again. */
   readonly missTtlMs?: number;
+  /** How many such ids are remembered at most; past it the oldest are forgotten. */
+  readonly maxMisses?: number;
   readonly now?: () => number;
+  readonly metrics?: DecoderMetrics;
 }
 
 /**
@@ -103,25 +108,30 @@ export interface DecoderOptions {
  * schema is read as long as Avro's resolution rules map it onto ours. Writer schemas come from the
  * registry once per id (the client caches them); the resolver from writer to reader is cached per
  * stream and id, so the hot path does no registry call and no schema work. Ids the registry does not
- * know are remembered as misses for `missTtlMs`, so a flood of them costs one request per id, not
- * one per record.
+ * know are remembered as misses for `missTtlMs`, so a flood of them costs one request per id per
+ * TTL, not one per record. A value that starts with 0x00 without being Confluent-framed carries a
+ * random "id": the misses are bounded by age and by `maxMisses` (oldest forgotten first), and the
+ * requests for one id are shared by every stream asking at once.
  */
 export function createAvroDecoder(registry: SchemaRegistry, options: DecoderOptions = {}): Decoder {
   const missTtlMs = options.missTtlMs ?? 60_000;
   const now = options.now ?? Date.now;
+  const metrics = options.metrics;
   const readers = new Map(STREAMS.map((stream) => [stream, avro.Type.forSchema(readerSchema(stream) as avro.Schema)]));
   // Resolutions in progress are shared: a batch's records all ask for the same id at once. Keyed by
   // stream, then id: the lookup runs once per record, and a key string built for it would be garbage.
   const resolvers = new Map(STREAMS.map((stream) => [stream, new Map<number, avro.Resolver | Rejection>()]));
-  const misses = new Map<number, { rejection: Rejection; until: number }>();
+  const misses = createMissMemory(missTtlMs, options.maxMisses ?? MAX_SCHEMA_MISSES, now);
+  // One registry request per id in flight, whichever streams ask.
+  const lookups = new Map<number, Promise<avro.Type | Rejection>>();
   const pending = new Map<string, Promise<avro.Resolver | Rejection>>();
 
   function resolverFor(stream: Stream, id: number): avro.Resolver | Rejection | Promise<avro.Resolver | Rejection> {
     const cached = resolvers.get(stream)?.get(id);
     if (cached) return cached;
-    const cacheKey = `${stream}:${id}`;
     const miss = misses.get(id);
-    if (miss && miss.until > now()) return miss.rejection;
+    if (miss) return miss;
+    const cacheKey = `${stream}:${id}`;
     let resolving = pending.get(cacheKey);
     if (!resolving) {
       resolving = resolve(stream, id).finally(() => pending.delete(cacheKey));
@@ -130,23 +140,36 @@ export function createAvroDecoder(registry: SchemaRegistry, options: DecoderOpti
     return resolving;
   }
 
-  async function resolve(stream: Stream, id: number): Promise<avro.Resolver | Rejection> {
+  function writerFor(id: number): Promise<avro.Type | Rejection> {
+    let lookup = lookups.get(id);
+    if (!lookup) {
+      lookup = lookUp(id).finally(() => lookups.delete(id));
+      lookups.set(id, lookup);
+    }
+    return lookup;
+  }
+
+  async function lookUp(id: number): Promise<avro.Type | Rejection> {
     let writer: unknown;
     try {
       writer = await registry.getSchema(id);
     } catch (error) {
       const failure = lookupFailure(id, error);
-      if (failure instanceof Rejection) {
-        misses.set(id, { rejection: failure, until: now() + missTtlMs });
-        return failure;
-      }
-      throw failure;
+      if (!(failure instanceof Rejection)) throw failure;
+      metrics?.recordSchemaIdLookupMiss();
+      misses.add(id, failure);
+      return failure;
     }
-    if (!isAvroType(writer)) {
-      const rejection = new Rejection("unsupported-schema", `schema id ${id} is not an Avro schema`);
-      misses.set(id, { rejection, until: now() + missTtlMs });
-      return rejection;
-    }
+    if (isAvroType(writer)) return writer;
+    const rejection = new Rejection("unsupported-schema", `schema id ${id} is not an Avro schema`);
+    metrics?.recordSchemaIdLookupMiss();
+    misses.add(id, rejection);
+    return rejection;
+  }
+
+  async function resolve(stream: Stream, id: number): Promise<avro.Resolver | Rejection> {
+    const writer = await writerFor(id);
+    if (writer instanceof Rejection) return writer;
     let resolved: avro.Resolver | Rejection;
     try {
       resolved = (readers.get(stream) as avro.Type).createResolver(writer);
@@ -167,7 +190,11 @@ export function createAvroDecoder(registry: SchemaRegistry, options: DecoderOpti
       }
       const id = value.readInt32BE(1);
       const resolver = await resolverFor(stream, id);
-      if (resolver instanceof Rejection) return resolver;
+      if (resolver instanceof Rejection) {
+        // The resolvers keep only schema mismatches; every other rejection is a miss.
+        if (resolver.reason !== "schema-mismatch") metrics?.recordSchemaIdMiss();
+        return resolver;
+      }
       try {
         // Read in place past the header (fromBuffer would need a Buffer view of the body per record),
         // with fromBuffer's two checks: the body is all there, and nothing follows it.
@@ -255,6 +282,7 @@ async function registryRequest(
     headers.authorization = `Basic ${token}`;
   }
   const url = `${config.url.replace(/\/$/, "")}${path}`;
+  const shown = redactUserinfo(config.url);
   const agent = agentFor(config);
   const client = url.startsWith("https:") ? https : http;
   let status: number;
@@ -278,9 +306,9 @@ async function registryRequest(
     }));
   } catch (error) {
     if (isTlsTrustFailure(error)) {
-      throw new FatalError(`schema registry at ${config.url}: TLS: ${(error as Error).message}`, { cause: error });
+      throw new FatalError(`schema registry at ${shown}: TLS: ${(error as Error).message}`, { cause: error });
     }
-    throw new TransientError(`schema registry at ${config.url} unreachable: ${(error as Error).message}`, {
+    throw new TransientError(`schema registry at ${shown} unreachable: ${(error as Error).message}`, {
       cause: error,
     });
   }
@@ -291,12 +319,10 @@ async function registryRequest(
     parsed = { message: text.slice(0, 500) };
   }
   if (status === 401 || status === 403) {
-    throw new FatalError(`schema registry at ${config.url} refused our credentials (HTTP ${status})`);
+    throw new FatalError(`schema registry at ${shown} refused our credentials (HTTP ${status})`);
   }
   if (status >= 500) {
-    throw new TransientError(
-      `schema registry at ${config.url} answered HTTP ${status}: ${String(parsed.message ?? "")}`,
-    );
+    throw new TransientError(`schema registry at ${shown} answered HTTP ${status}: ${String(parsed.message ?? "")}`);
   }
   return { status, body: parsed };
 }
@@ -304,7 +330,8 @@ async function registryRequest(
 /** Resolves when the registry answers an authenticated request; readiness and start-up ask it. */
 export async function checkRegistry(config: Config["registry"], timeoutMs = 2_000): Promise<void> {
   const { status } = await registryRequest(config, "GET", "/subjects", undefined, timeoutMs);
-  if (status !== 200) throw new TransientError(`schema registry at ${config.url} answered HTTP ${status} to /subjects`);
+  if (status !== 200)
+    throw new TransientError(`schema registry at ${redactUserinfo(config.url)} answered HTTP ${status} to /subjects`);
 }
 
 /** A subject's own compatibility level, or the registry's global one when the subject has none. */
