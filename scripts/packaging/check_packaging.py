@@ -7,6 +7,9 @@
   check_packaging.py credentials <manifests.yaml>...
   check_packaging.py credential-wiring <manifests.yaml> NAME@secret:key|NAME=value...
   check_packaging.py secret-checksum <manifests-a.yaml> <manifests-b.yaml>
+  check_packaging.py migrate-pod <manifests.yaml>
+  check_packaging.py dashboards <manifests-a.yaml> <manifests-b.yaml>
+  check_packaging.py lag-source <rules.yml> <scaledobject.yaml> <projector|kafka-exporter> <group>
 
 Each prints one line per check and exits 1 when one fails.
 """
@@ -239,7 +242,7 @@ def check_dashboard(repo: Path) -> None:
         ok("dashboard covers lag, freshness (histogram and oldest unapplied record), throughput, writes, paused partitions, failures, deferred/dead-lettered, batch latency, retries, rebalances, Neo4j updates and time per pattern, build info, governance findings")
 
 
-def check_rule_overrides(rules_file: Path, service: str) -> None:
+def check_rule_overrides(rules_file: Path, service: str, namespace: str) -> None:
     """ci/full-values.yaml overrides AgpPartitionSilent (for 5m, threshold 600, severity warning) and adds
     team: graph to every alert; the job matcher names the release's Service (the ServiceMonitor's job)."""
     rules = {r["alert"]: r for g in yaml.safe_load(rules_file.read_text())["groups"] for r in g["rules"]}
@@ -251,12 +254,18 @@ def check_rule_overrides(rules_file: Path, service: str) -> None:
     if rules["AgpPartitionStalled"]["labels"].get("severity") != "critical":
         fail("an override leaked into another alert")
     for name, rule in rules.items():
-        if rule["labels"].get("team") != "graph":
-            fail(f"{name}: extraLabels missing")
+        governance = rule["labels"].get("audience") == "governance"
+        if rule["labels"].get("team") != ("governance" if governance else "graph"):
+            fail(f"{name}: extraLabels missing, or governanceLabels not over them: {rule['labels']}")
         if "agent-graph-projector.*" in rule["expr"]:
             fail(f"{name}: job matcher not replaced by the release's Service")
-    if f'job="{service}"' not in rules["AgpNoInstance"]["expr"]:
-        fail(f"AgpNoInstance does not look for job={service}")
+    if f'namespace="{namespace}", job="{service}"' not in rules["AgpNoInstance"]["expr"]:
+        fail(f"AgpNoInstance does not look for namespace={namespace}, job={service}")
+    if rules["AgpUndeclaredEscalation"]["labels"].get("severity") == "critical":
+        fail("AgpUndeclaredEscalation pages: a governance finding must not")
+    crash = rules["AgpCrashLooping"]["expr"]
+    if f'namespace="{namespace}", pod=~"{service}-[a-z0-9]+-[a-z0-9]+"' not in crash or "kube_pod_container_status_restarts_total" not in crash:
+        fail(f"AgpCrashLooping does not read this release's pods' restarts from kube-state-metrics: {crash!r}")
 
 
 def check_pod_selection(manifests: Path) -> None:
@@ -276,6 +285,89 @@ def check_pod_selection(manifests: Path) -> None:
     container = by_kind["Deployment"]["spec"]["template"]["spec"]["containers"][0]
     if container["startupProbe"]["httpGet"]["path"] != "/startupz":
         fail(f"startup probe on {container['startupProbe']['httpGet']['path']}, not /startupz")
+
+
+def migrate_pod_problems(docs: list[dict]) -> list[str]:
+    """The hook's pod gets what the projector's pod gets: a namespace that injects sidecars, schedules by
+    node, taint or priority, or admits by security context treats both alike (and nothing hangs it)."""
+    by_kind = {(d["kind"], d["metadata"]["name"]): d for d in docs}
+    deployment = next(d for (kind, _), d in by_kind.items() if kind == "Deployment")
+    job = next(d for (kind, _), d in by_kind.items() if kind == "Job")
+    pod, hook = deployment["spec"]["template"], job["spec"]["template"]
+    problems = []
+    for key in ("nodeSelector", "tolerations", "affinity", "priorityClassName", "securityContext"):
+        if pod["spec"].get(key) != hook["spec"].get(key):
+            problems.append(f"migrate pod {key} {hook['spec'].get(key)!r} differs from the projector's {pod['spec'].get(key)!r}")
+    if pod["spec"]["containers"][0].get("securityContext") != hook["spec"]["containers"][0].get("securityContext"):
+        problems.append("migrate container's securityContext differs from the projector's")
+    for field in ("labels", "annotations"):
+        theirs = hook["metadata"].get(field) or {}
+        for key, value in (pod["metadata"].get(field) or {}).items():
+            if key.startswith(("checksum/", "app.kubernetes.io/", "helm.sh/")):
+                continue
+            if theirs.get(key) != value:
+                problems.append(f"migrate pod lacks the projector pod's {field[:-1]} {key}: {value}")
+    annotations = hook["metadata"].get("annotations") or {}
+    if annotations.get("sidecar.istio.io/inject") != "false" or annotations.get("linkerd.io/inject") != "disabled":
+        problems.append(f"migrate pod does not opt out of sidecar injection: {annotations}")
+    account = hook["spec"].get("serviceAccountName")
+    accounts = {name: d for (kind, name), d in by_kind.items() if kind == "ServiceAccount"}
+    if account in accounts:
+        copy = accounts[account]
+        if "pre-install" not in (copy["metadata"].get("annotations") or {}).get("helm.sh/hook", ""):
+            problems.append(f"migrate pod's service account {account} is not created before the hook")
+        projector_account = accounts.get(pod["spec"]["serviceAccountName"], {})
+        for key, value in ((projector_account.get("metadata") or {}).get("annotations") or {}).items():
+            if copy["metadata"]["annotations"].get(key) != value:
+                problems.append(f"migrate service account {account} lacks the annotation {key}: {value}")
+    elif account != pod["spec"]["serviceAccountName"]:
+        problems.append(f"migrate pod runs as {account!r}, the projector as {pod['spec']['serviceAccountName']!r}")
+    return problems
+
+
+def check_dashboards(a: list[dict], b: list[dict]) -> None:
+    """Two releases' dashboards: each its own uid (at most 40 characters), file and ConfigMap name, its
+    variables opening on its own namespace and job, and every query filtered by both."""
+    seen = []
+    for docs in (a, b):
+        config_map = next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("-dashboard"))
+        (key, text), = config_map["data"].items()
+        dashboard = json.loads(text)
+        uid = dashboard["uid"]
+        if len(uid) > 40 or key != f"{uid}.json" or len(config_map["metadata"]["name"]) > 63:
+            fail(f"dashboard uid {uid!r} longer than 40 characters, file {key} not named after it, or ConfigMap name too long")
+        deployment = next(d for d in docs if d["kind"] == "Deployment")
+        namespace = config_map["metadata"].get("namespace")
+        opens = {v["name"]: v.get("current", {}).get("value") for v in dashboard["templating"]["list"]}
+        if opens.get("job") != [deployment["metadata"]["name"]] or not opens.get("namespace") or opens["namespace"] == ["$__all"]:
+            fail(f"dashboard {uid} does not open on its release: {opens}")
+        exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
+        unfiltered = [e for e in exprs if 'namespace=~"$namespace"' not in e and "agp_" in e]
+        if unfiltered:
+            fail(f"dashboard {uid}: {len(unfiltered)} queries not filtered by $namespace, e.g. {unfiltered[0]!r}")
+        seen.append((uid, key, config_map["metadata"]["name"], namespace))
+    if len({s[0] for s in seen}) < 2 or len({s[1] for s in seen}) < 2 or len({(s[2], s[3]) for s in seen}) < 2:
+        fail(f"two releases' dashboards collide: {seen}")
+    else:
+        ok(f"each release has its own dashboard (uid, file, ConfigMap) opening on its namespace and job: {[s[0] for s in seen]}")
+
+
+def check_lag_source(rules_file: Path, scaled_object: Path, source: str, group: str) -> None:
+    """One lag alert, from the source the values choose, and KEDA's default query on the same source."""
+    rules = {r["alert"]: r for g in yaml.safe_load(rules_file.read_text())["groups"] for r in g["rules"]}
+    query = next(t for t in yaml.safe_load(scaled_object.read_text())["spec"]["triggers"])["metadata"]["query"]
+    if source == "kafka-exporter":
+        lag = rules.get("AgpGroupLagGrowing", {}).get("expr", "")
+        if "AgpConsumerLagGrowing" in rules or f'consumergroup="{group}"' not in lag:
+            fail(f"with kafkaExporter.enabled: AgpGroupLagGrowing on group {group} only, not {sorted(rules)}")
+        elif not query.startswith(f'sum(kafka_consumergroup_lag{{consumergroup="{group}"') or "retry" not in query:
+            fail(f"KEDA does not read the brokers' view of group {group}'s source topics: {query!r}")
+        else:
+            ok(f"kafkaExporter.enabled: AgpGroupLagGrowing and KEDA read kafka_consumergroup_lag of group {group}")
+    elif "AgpGroupLagGrowing" in rules or "AgpConsumerLagGrowing" not in rules or "agp_consumer_lag" not in query:
+        fail(f"by default the lag alert and KEDA read agp_consumer_lag: {sorted(rules)}, {query!r}")
+    else:
+        ok("by default the lag alert (AgpConsumerLagGrowing) and KEDA read the projector's agp_consumer_lag")
 
 
 def load(path: Path) -> list[dict]:
@@ -308,7 +400,13 @@ def main() -> None:
     elif command == "dashboard":
         check_dashboard(Path(args[0]))
     elif command == "rule-overrides":
-        check_rule_overrides(Path(args[0]), args[1])
+        check_rule_overrides(Path(args[0]), args[1], args[2])
+    elif command == "migrate-pod":
+        report(migrate_pod_problems(load(Path(args[0]))), f"{Path(args[0]).name}: the migrate hook's pod is scheduled, labelled, annotated and secured as the projector's, under its service account, without a sidecar")
+    elif command == "dashboards":
+        check_dashboards(load(Path(args[0])), load(Path(args[1])))
+    elif command == "lag-source":
+        check_lag_source(Path(args[0]), Path(args[1]), args[2], args[3])
     elif command == "pod-selection":
         check_pod_selection(Path(args[0]))
     elif command == "credentials":

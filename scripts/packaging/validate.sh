@@ -140,15 +140,25 @@ grep -q 'helm.sh/hook: pre-install,pre-upgrade' "$WORK/default-${K8S_VERSIONS[-1
   pass "migrate Job is a pre-install,pre-upgrade hook" || fail "no pre-install,pre-upgrade migrate hook"
 grep -q 'unhealthyPodEvictionPolicy: AlwaysAllow' "$WORK/default-${K8S_VERSIONS[-1]}.yaml" &&
   pass "PodDisruptionBudget lets unready pods be evicted (a dependency outage never blocks drains)" || fail "PDB without unhealthyPodEvictionPolicy: AlwaysAllow"
-"$HELM" template agp "$CHART" --kube-version "${K8S_VERSIONS[-1]}" -f "$CHART/ci/full-values.yaml" \
+"$HELM" template agp "$CHART" --namespace projector --kube-version "${K8S_VERSIONS[-1]}" -f "$CHART/ci/full-values.yaml" \
   --show-only templates/prometheusrule.yaml >"$WORK/prometheusrule.yaml"
 "$PY" -c 'import sys, yaml; doc = yaml.safe_load(open(sys.argv[1])); print(yaml.safe_dump({"groups": doc["spec"]["groups"]}))' \
   "$WORK/prometheusrule.yaml" >"$WORK/chart.rules.yml"
 run "promtool check rules on the chart's PrometheusRule" promtool check rules "$WORK/chart.rules.yml"
 grep -q 'runbook_url: https://docs.example.com/agent-graph-projector/runbook.html#agp' "$WORK/chart.rules.yml" &&
   pass "PrometheusRule runbook links follow prometheusRule.runbookBaseUrl" || fail "PrometheusRule runbook links do not use runbookBaseUrl"
-run "PrometheusRule: prometheusRule.rules overrides for, threshold and labels; extraLabels on every alert; job is the release's Service" \
-  "$PY" "$HERE/check_packaging.py" rule-overrides "$WORK/chart.rules.yml" agp-agent-graph-projector
+run "PrometheusRule: prometheusRule.rules overrides for, threshold and labels; extraLabels on every alert, governanceLabels over them; namespace and job are the release's" \
+  "$PY" "$HERE/check_packaging.py" rule-overrides "$WORK/chart.rules.yml" agp-agent-graph-projector projector
+# The chart's rules as rendered, under promtool's unit tests: scoped to the release's namespace, pods
+# and consumer group (test/alerts/chart.test.yml reads chart.rules.yml and chart-kafka-exporter.rules.yml).
+"$HELM" template agp "$CHART" --namespace projector --kube-version "${K8S_VERSIONS[-1]}" -f "$CHART/ci/full-values.yaml" \
+  --set kafkaExporter.enabled=true --set-string kafkaExporter.selector='namespace="kafka"' \
+  --show-only templates/prometheusrule.yaml >"$WORK/prometheusrule-kafka-exporter.yaml"
+"$PY" -c 'import sys, yaml; doc = yaml.safe_load(open(sys.argv[1])); print(yaml.safe_dump({"groups": doc["spec"]["groups"]}))' \
+  "$WORK/prometheusrule-kafka-exporter.yaml" >"$WORK/chart-kafka-exporter.rules.yml"
+cp test/alerts/chart.test.yml test/alerts/chart-kafka-exporter.test.yml "$WORK/"
+run "promtool test rules on the chart's PrometheusRule as rendered (test/alerts/chart*.test.yml)" \
+  promtool test rules "$WORK/chart.test.yml" "$WORK/chart-kafka-exporter.test.yml"
 run "PodDisruptionBudget and Service select the projector's pods only, not the migrate Job's; startup probe on /startupz" \
   "$PY" "$HERE/check_packaging.py" pod-selection "$WORK/default-${K8S_VERSIONS[-1]}.yaml"
 "$HELM" template agp "$CHART" --kube-version "${K8S_VERSIONS[-1]}" --set image.digest="sha256:$(printf '%064d' 0)" \
@@ -156,6 +166,12 @@ run "PodDisruptionBudget and Service select the projector's pods only, not the m
   pass "image.digest pins the image (repository@digest)" || fail "image.digest not rendered as repository@digest"
 grep -q 'topic!~' "$WORK/full-${K8S_VERSIONS[-1]}.yaml" && grep -c 'topic: ' "$WORK/keda-kafka.yaml" | grep -q '^3$' &&
   pass "KEDA scales on the source topics' lag only (prometheus and kafka triggers)" || fail "KEDA trigger counts the retry topics"
+"$HELM" template agp "$CHART" --namespace projector --kube-version "${K8S_VERSIONS[-1]}" -f "$CHART/ci/full-values.yaml" \
+  --set kafkaExporter.enabled=true --show-only templates/scaledobject.yaml >"$WORK/keda-kafka-exporter.yaml"
+"$HELM" template agp "$CHART" --namespace projector --kube-version "${K8S_VERSIONS[-1]}" -f "$CHART/ci/full-values.yaml" \
+  --show-only templates/scaledobject.yaml >"$WORK/keda-projector.yaml"
+"$PY" "$HERE/check_packaging.py" lag-source "$WORK/chart.rules.yml" "$WORK/keda-projector.yaml" projector agent-graph-projector || FAILED=$((FAILED + 1))
+"$PY" "$HERE/check_packaging.py" lag-source "$WORK/chart-kafka-exporter.rules.yml" "$WORK/keda-kafka-exporter.yaml" kafka-exporter agent-graph-projector || FAILED=$((FAILED + 1))
 grep -q 'grafana_dashboard: "1"' "$WORK/default-${K8S_VERSIONS[-1]}.yaml" &&
   pass "dashboard ConfigMap labelled grafana_dashboard: \"1\"" || fail "dashboard ConfigMap label missing"
 
@@ -200,6 +216,35 @@ if render chart-secret-a --set secrets.neo4j.password=first-password &&
   run "kubernetes-validate --strict, Kubernetes $K8S (the chart's own Secret and its migrate-hook copy)" \
     "$VENV/bin/kubernetes-validate" --strict --quiet -k "$K8S" "$WORK/chart-secret-a.yaml"
 fi
+
+step "a platform team's install: only endpoints and credentials; scheduling; two releases sharing one Grafana"
+ENDPOINTS=(--set config.KAFKA_BROKERS=kafka-bootstrap.kafka:9093 --set config.SCHEMA_REGISTRY_URL=http://registry.kafka:8080
+  --set config.NEO4J_URI=neo4j://neo4j.graph:7687 --set secrets.neo4j.existingSecret=projector-neo4j)
+run "helm lint --strict with only endpoints and credentials" "$HELM" lint "$CHART" --strict --kube-version "$K8S" "${ENDPOINTS[@]}"
+if render endpoints-only "${ENDPOINTS[@]}"; then
+  run "kubernetes-validate --strict, only endpoints and credentials" "$VENV/bin/kubernetes-validate" --strict --quiet -k "$K8S" "$WORK/endpoints-only.yaml"
+  "$PY" "$HERE/check_packaging.py" migrate-pod "$WORK/endpoints-only.yaml" || FAILED=$((FAILED + 1))
+fi
+SCHEDULING=(--set nodeSelector.pool=graph --set priorityClassName=platform-high --set podLabels.team=graph
+  --set 'podAnnotations.example\.com/owner=graph' --set 'serviceAccount.annotations.iam\.example\.com/role=projector'
+  --set tolerations[0].key=dedicated --set tolerations[0].operator=Equal --set tolerations[0].value=graph --set tolerations[0].effect=NoSchedule
+  --set affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].key=pool
+  --set affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator=In
+  --set affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].values[0]=graph)
+if render scheduling "${ENDPOINTS[@]}" "${SCHEDULING[@]}"; then
+  run "kubernetes-validate --strict, with scheduling set" "$VENV/bin/kubernetes-validate" --strict --quiet -k "$K8S" "$WORK/scheduling.yaml"
+  "$PY" "$HERE/check_packaging.py" migrate-pod "$WORK/scheduling.yaml" || FAILED=$((FAILED + 1))
+  grep -q 'nodeSelector' "$WORK/scheduling.yaml" && pass "scheduling values rendered" || fail "scheduling values not rendered"
+fi
+if render sidecar-quit "${ENDPOINTS[@]}" --set migrateJob.sidecarQuitUrl=http://127.0.0.1:15020/quitquitquit; then
+  run "kubernetes-validate --strict, migrateJob.sidecarQuitUrl" "$VENV/bin/kubernetes-validate" --strict --quiet -k "$K8S" "$WORK/sidecar-quit.yaml"
+  grep -q "quitquitquit'; exit \$code" "$WORK/sidecar-quit.yaml" && pass "migrateJob.sidecarQuitUrl: the hook asks the proxy to exit, and exits with migrate's code" ||
+    fail "migrateJob.sidecarQuitUrl not called after migrate"
+fi
+if "$HELM" template agp "$CHART" --namespace team-a --kube-version "$K8S" "${ENDPOINTS[@]}" --set dashboard.namespace=monitoring >"$WORK/dashboard-a.yaml" 2>"$WORK/err" &&
+  "$HELM" template agp "$CHART" --namespace team-b-with-a-rather-long-namespace-name --kube-version "$K8S" "${ENDPOINTS[@]}" --set dashboard.namespace=monitoring >"$WORK/dashboard-b.yaml" 2>>"$WORK/err"; then
+  "$PY" "$HERE/check_packaging.py" dashboards "$WORK/dashboard-a.yaml" "$WORK/dashboard-b.yaml" || FAILED=$((FAILED + 1))
+else fail "helm template (two releases' dashboards): $(tail -n1 "$WORK/err")"; fi
 
 step "values.schema.json and template guards reject bad values"
 reject() { # reject <description> <helm --set args...>

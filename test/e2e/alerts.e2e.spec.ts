@@ -69,6 +69,8 @@ describe("alerting rules", () => {
         "AgpNoInstance",
         "AgpCrashLooping",
         "AgpUndeclaredEscalation",
+        "AgpGroupLagGrowing",
+        "AgpFindingsUnpublishedGrowing",
       ]),
     );
     const runbook = readFileSync(join(root, "docs/runbook.md"), "utf8");

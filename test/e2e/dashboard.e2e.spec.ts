@@ -32,7 +32,8 @@ const queries = dashboard.panels.flatMap((panel) =>
     range: panel.type === "timeseries",
     // Grafana's variables, as the dashboard resolves them with "All" selected and a 1 s scrape interval
     // ($__rate_interval is at least four scrape intervals).
-    expr: target.expr.replaceAll("$job", JOB).replaceAll("$__rate_interval", "4s"),
+    // A scrape without Kubernetes has no namespace label: "All" (.*) matches its absence too.
+    expr: target.expr.replaceAll("$namespace", ".*").replaceAll("$job", JOB).replaceAll("$__rate_interval", "4s"),
   })),
 );
 

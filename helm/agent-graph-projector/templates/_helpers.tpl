@@ -42,6 +42,22 @@ app.kubernetes.io/part-of: agent-graph-projector
 {{- end }}
 {{- end }}
 
+{{/* The migrate hook's service account: the projector's, or, when the chart creates that one (after
+the hooks on a first install), its hook-time copy. */}}
+{{- define "agp.migrateServiceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- printf "%s-migrate" (include "agp.serviceAccountName" .) | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- include "agp.serviceAccountName" . }}
+{{- end }}
+{{- end }}
+
+{{/* The migrate hook's shell line when migrateJob.sidecarQuitUrl is set: runs the image's entrypoint
+with the hook's args, then asks the injected proxy to exit, and exits with migrate's own code. */}}
+{{- define "agp.sidecarQuit" -}}
+node bin/agent-graph-projector.js "$@"; code=$?; node -e 'fetch(process.argv[1], { method: "POST", signal: AbortSignal.timeout(5000) }).catch(() => {})' {{ .Values.migrateJob.sidecarQuitUrl | squote }}; exit $code
+{{- end }}
+
 {{- define "agp.image" -}}
 {{- if and .Values.image.digest (not .Values.image.tag) }}
 {{- printf "%s@%s" .Values.image.repository .Values.image.digest }}

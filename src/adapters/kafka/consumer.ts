@@ -2,43 +2,13 @@ import type { Consumer, Kafka } from "kafkajs";
 import { errorMessage, FatalError } from "../../errors.js";
 import { heldOnJoin } from "../../pipeline/partition-policy.js";
 import { createPartitionPositions } from "../../pipeline/partition-positions.js";
-import { type Clock, type ConsumerMetrics, type Logger, type SourceRecord, withTimeout } from "../../ports.js";
+import { withTimeout } from "../../ports.js";
 import { consumedTopics, roleOfTopic, type Stream, type TopicNames } from "../../topics.js";
+import type { ConsumerDeps, ConsumerOptions } from "./consumer-contract.js";
 import { createBatchApplier } from "./each-batch.js";
 import { createPartitionPauses } from "./partition-pauses.js";
 
-export interface ConsumerOptions {
-  readonly groupId: string;
-  readonly partitionsConsumedConcurrently: number;
-  readonly maxBatchRecords: number;
-  /**
-   * Records a transaction may take while its partition is behind by at least maxBatchRecords more
-   * (pipeline/partition-policy.ts `transactionCap`). Default maxBatchRecords: no distinction.
-   */
-  readonly backlogBatchRecords?: number;
-  /** kafkajs fetch limits: how much one fetch may bring back per partition and in all. */
-  readonly fetchMaxBytesPerPartition?: number;
-  readonly fetchMaxBytes?: number;
-  /** First pause after an infrastructure failure; doubles up to 30 s while the failure lasts. */
-  readonly pauseOnFailureMs?: number;
-  /** Streams whose source topics wait while an upstream stream catches up (see pipeline/catch-up.ts). */
-  readonly isHeld?: (stream: Stream) => boolean;
-  /** A held stream's records written before this time (ms) go ahead all the same; default: none. */
-  readonly admitsBefore?: (stream: Stream) => number;
-  /**
-   * Streams applied one transaction at a time in this instance (see startup/consumer.ts); sub-batches of its
-   * partitions that wait meanwhile go together into the next one (pipeline/coalesce.ts), up to
-   * backlogBatchRecords however far behind each partition is (partition-policy.ts `transactionCap`).
-   */
-  readonly serialStreams?: ReadonlySet<Stream>;
-  /**
-   * How many transactions each other stream has in flight at once in this instance (the graph
-   * writer's slots); its sub-batches that wait meanwhile go together into the next one. Default 1.
-   */
-  readonly writesPerStream?: number;
-  /** Called after a sub-batch of a stream was applied and its offset committed. */
-  readonly onCommitted?: (stream: Stream) => void;
-}
+export type { ConsumerDeps, ConsumerOptions, HandleRecords } from "./consumer-contract.js";
 
 export interface ProjectorConsumer {
   start(): Promise<void>;
@@ -61,26 +31,6 @@ export interface ProjectorConsumer {
    * and the catch-up hold, which asks the broker every second anyway, may then release a second late.
    */
   lagSeen(): Record<Stream, number>;
-}
-
-/**
- * Applies one sub-batch of a stream's records (pipeline/process-batch.ts in the service). Resolves once
- * every record is applied or durably handed on, so its offsets may be committed; throws on an
- * infrastructure failure.
- */
-export type HandleRecords = (
-  stream: Stream,
-  records: readonly SourceRecord[],
-  /** Called while the records are being applied, whenever the work moves on (liveness reads it). */
-  progress: () => void,
-) => Promise<unknown>;
-
-export interface ConsumerDeps {
-  readonly handle: HandleRecords;
-  readonly metrics: ConsumerMetrics;
-  readonly logger: Logger;
-  readonly clock: Clock;
-  readonly onFatal: (error: unknown) => void;
 }
 
 /**

@@ -15,7 +15,7 @@ import { type PartitionPositions, positionAfter } from "../../pipeline/partition
 import { oldestUnappliedFrom } from "../../pipeline/unapplied-age.js";
 import type { PauseReason, SourceRecord } from "../../ports.js";
 import { roleOfTopic, STREAMS, type Stream, type TopicNames, type TopicRole } from "../../topics.js";
-import type { ConsumerDeps, ConsumerOptions } from "./consumer.js";
+import type { ConsumerDeps, ConsumerOptions } from "./consumer-contract.js";
 import type { PartitionPauses } from "./partition-pauses.js";
 import { toSourceRecord } from "./source-record.js";
 
