@@ -1,6 +1,7 @@
 import { Command } from "commander";
 import { SERVICE_VERSION } from "../version.js";
 import { registerDlq } from "./dlq.js";
+import { exitCode } from "./exit-codes.js";
 import { registerFindings } from "./findings.js";
 import { registerProduce } from "./produce.js";
 import { registerReconcile } from "./reconcile.js";
@@ -14,7 +15,10 @@ const program = new Command()
   .description(
     "Projects the agent registry and outcome log from Kafka into a Neo4j governance graph.\nConfiguration comes from the environment; see the README.",
   )
-  .version(SERVICE_VERSION);
+  .version(SERVICE_VERSION)
+  // Inherited by every command registered below: commander's usage errors (unknown flag, a value its
+  // parser or choices refuse, conflicting flags) exit with EXIT_CODES.usage; help and version with 0.
+  .exitOverride((error) => process.exit(error.exitCode === 0 ? exitCode("ok") : exitCode("usage")));
 
 registerRun(program);
 registerSetup(program);

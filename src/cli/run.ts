@@ -4,6 +4,7 @@ import { systemClock } from "../ports.js";
 import { type RunningService, startService } from "../service.js";
 import { StartupStopped } from "../startup/deadline.js";
 import { action, cliContext } from "./context.js";
+import { exitCode } from "./exit-codes.js";
 
 /**
  * One line naming the cause, then exit 1 at once: whatever a failed start left open (a socket a client
@@ -11,7 +12,7 @@ import { action, cliContext } from "./context.js";
  */
 function exitWith(line: string): never {
   process.stderr.write(`error: ${line}\n`);
-  process.exit(1);
+  process.exit(exitCode("failed"));
 }
 
 /**
@@ -40,7 +41,7 @@ export function registerRun(program: Command): void {
         const onSignal = (signal: NodeJS.Signals) => {
           const timer = setTimeout(() => {
             logger.error({ signal, timeoutMs: config.shutdownTimeoutMs }, "shutdown took too long; exiting");
-            process.exit(1);
+            process.exit(exitCode("failed"));
           }, config.shutdownTimeoutMs);
           timer.unref();
           if (service) void service.stop(signal);
@@ -57,7 +58,7 @@ export function registerRun(program: Command): void {
         } catch (error) {
           if (!(error instanceof StartupStopped)) exitWith(`start-up failed: ${errorMessage(error)}`);
           logger.info({ signal: stopStartup.signal.reason }, "stopped during start-up");
-          process.exit(0);
+          process.exit(exitCode("ok"));
         } finally {
           clearTimeout(watchdog);
         }
@@ -70,11 +71,11 @@ export function registerRun(program: Command): void {
             { error: error instanceof Error ? error.message : String(error) },
             "projector stopped on a fatal error",
           );
-          process.exit(1);
+          process.exit(exitCode("failed"));
         }
         // Everything the service opened is closed; a library timer left behind must not hold the exit
         // until the shutdown timer calls it a failure. pino writes synchronously, so nothing is lost.
-        process.exit(0);
+        process.exit(exitCode("ok"));
       }),
     );
 }

@@ -21,6 +21,7 @@ import { sharedDatabases } from "../config.js";
 import { roleOfTopic, STREAMS, topicNames } from "../topics.js";
 import { action, cliContext } from "./context.js";
 import { printRows } from "./output.js";
+import { integerIn } from "./parse.js";
 
 export function registerSetup(program: Command): void {
   program
@@ -48,14 +49,20 @@ export function registerSetup(program: Command): void {
   program
     .command("topics")
     .description("create the source, retry, dead-letter and findings topics with their configs (idempotent)")
-    .option("--partitions <n>", "partitions per topic (default TOPIC_PARTITIONS)")
-    .option(
-      "--replication-factor <n>",
-      "replication factor (default TOPIC_REPLICATION_FACTOR, else the cluster's default.replication.factor and min.insync.replicas)",
+    .addOption(
+      new Option("--partitions <n>", "partitions per topic (default TOPIC_PARTITIONS)").argParser(
+        integerIn(1, 100_000),
+      ),
+    )
+    .addOption(
+      new Option(
+        "--replication-factor <n>",
+        "replication factor (default TOPIC_REPLICATION_FACTOR, else the cluster's default.replication.factor and min.insync.replicas)",
+      ).argParser(integerIn(1, 32_767)),
     )
     .option("--json", "print JSON")
     .action(
-      action(async (options: { partitions?: string; replicationFactor?: string; json?: boolean }) => {
+      action(async (options: { partitions?: number; replicationFactor?: number; json?: boolean }) => {
         const { config, logger } = cliContext();
         const admin = createKafka(config.kafka, logger).admin();
         await admin.connect();
@@ -63,8 +70,8 @@ export function registerSetup(program: Command): void {
           const names = topicNames(config.topics);
           const requested = options.replicationFactor ?? config.topics.replicationFactor;
           const layout = {
-            partitions: Number(options.partitions ?? config.topics.partitions),
-            ...(await replicationFor(admin, requested === undefined ? undefined : Number(requested))),
+            partitions: options.partitions ?? config.topics.partitions,
+            ...(await replicationFor(admin, requested)),
             retryMaxAgeMs: config.retry.maxAgeMs,
           };
           const isSource = (topic: string) => roleOfTopic(names, topic)?.role === "source";
@@ -148,8 +155,9 @@ export function registerSetup(program: Command): void {
     .addOption(
       new Option("--compatibility <level>", "set each subject to this level first").choices(COMPATIBILITY_LEVELS),
     )
+    .option("--json", "print JSON")
     .action(
-      action(async (options: { compatibility?: CompatibilityLevel }) => {
+      action(async (options: { compatibility?: CompatibilityLevel; json?: boolean }) => {
         const { config } = cliContext();
         const names = topicNames(config.topics);
         const ids = await registerSchemas(
@@ -164,7 +172,7 @@ export function registerSetup(program: Command): void {
             ...Object.entries(ids).map(([stream, id]) => ({ stream, schema_id: id })),
             ...(findings === null ? [] : [{ stream: "governance-finding", schema_id: findings }]),
           ],
-          {},
+          { json: options.json === true },
         );
       }),
     );

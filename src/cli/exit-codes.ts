@@ -1,0 +1,30 @@
+/**
+ * Every exit code the CLI returns, with what it means to an operator: the one table docs/cli.md shows
+ * and every command uses (never a bare number). Codes 10 and up are `check`'s failure classes, one per
+ * thing to fix; when several checks fail, `check` exits with the code of the first in this order.
+ */
+export const EXIT_CODES = {
+  ok: { code: 0, meaning: "done; for `check`, every start-up check passed" },
+  failed: { code: 1, meaning: "the command failed; stderr names the cause in one line" },
+  usage: {
+    code: 2,
+    meaning: "bad invocation: an unknown command or flag, a flag's value out of range, or a configuration key (named)",
+  },
+  drift: { code: 3, meaning: "`reconcile` found differences between the registry topic and the graph" },
+  kafkaUnreachable: { code: 10, meaning: "`check`: Kafka did not answer" },
+  registryUnreachable: { code: 11, meaning: "`check`: the schema registry did not answer" },
+  neo4jUnreachable: { code: 12, meaning: "`check`: Neo4j did not answer" },
+  credentialsRefused: {
+    code: 13,
+    meaning: "`check`: a server refused the credentials or the TLS trust (certificate not trusted)",
+  },
+  topicsMissing: { code: 14, meaning: "`check`: a source, retry or dead-letter topic does not exist" },
+  constraintsMissing: { code: 15, meaning: "`check`: the §6 constraints are not in place (run `migrate`)" },
+  subjectMissing: { code: 16, meaning: "`check`: the findings schema is not registered (run `schemas`)" },
+} as const satisfies Record<string, { code: number; meaning: string }>;
+
+export type ExitName = keyof typeof EXIT_CODES;
+
+export function exitCode(name: ExitName): number {
+  return EXIT_CODES[name].code;
+}
