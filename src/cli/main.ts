@@ -1,5 +1,6 @@
 import { Command } from "commander";
 import { SERVICE_VERSION } from "../version.js";
+import { registerCheck } from "./check.js";
 import { registerDlq } from "./dlq.js";
 import { exitCode } from "./exit-codes.js";
 import { registerFindings } from "./findings.js";
@@ -22,6 +23,7 @@ const program = new Command()
 
 registerRun(program);
 registerSetup(program);
+registerCheck(program);
 registerReport(program);
 registerFindings(program);
 registerReplay(program);
