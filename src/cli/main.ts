@@ -10,6 +10,7 @@ import { registerReplay } from "./replay.js";
 import { registerReport } from "./report.js";
 import { registerRun } from "./run.js";
 import { registerSetup } from "./setup.js";
+import { registerStatus } from "./status.js";
 
 const program = new Command()
   .name("agent-graph-projector")
@@ -24,6 +25,7 @@ const program = new Command()
 registerRun(program);
 registerSetup(program);
 registerCheck(program);
+registerStatus(program);
 registerReport(program);
 registerFindings(program);
 registerReplay(program);
