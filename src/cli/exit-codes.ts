@@ -28,3 +28,9 @@ export type ExitName = keyof typeof EXIT_CODES;
 export function exitCode(name: ExitName): number {
   return EXIT_CODES[name].code;
 }
+
+/** The table as markdown, for docs/cli.md (generated, like the rest of that page, so it cannot drift). */
+export function exitCodesMarkdown(): string {
+  const rows = Object.values(EXIT_CODES).map(({ code, meaning }) => `| ${code} | ${meaning.replaceAll("|", "\\|")} |`);
+  return ["| Exit code | Meaning |", "| --- | --- |", ...rows].join("\n");
+}

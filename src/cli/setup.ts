@@ -20,15 +20,16 @@ import {
 import { sharedDatabases } from "../config.js";
 import { roleOfTopic, STREAMS, topicNames } from "../topics.js";
 import { action, cliContext } from "./context.js";
-import { printRows } from "./output.js";
+import { printDocument, printRows } from "./output.js";
 import { integerIn } from "./parse.js";
 
 export function registerSetup(program: Command): void {
   program
     .command("migrate")
     .description("create the §6 uniqueness constraints (idempotent; run also does this at start-up)")
+    .option("--json", "print JSON: one document { databases }")
     .action(
-      action(async () => {
+      action(async (options: { json?: boolean }) => {
         const { config } = cliContext();
         const driver = createDriver(config.neo4j);
         try {
@@ -37,9 +38,9 @@ export function registerSetup(program: Command): void {
             config.tenants.map((t) => t.database),
             sharedDatabases(config.tenants),
           );
-          process.stdout.write(
-            `constraints in place on ${[...new Set(config.tenants.map((t) => t.database))].join(", ")}\n`,
-          );
+          const databases = [...new Set(config.tenants.map((t) => t.database))];
+          if (options.json) printDocument({ databases });
+          else process.stdout.write(`constraints in place on ${databases.join(", ")}\n`);
         } finally {
           await driver.close();
         }
@@ -122,7 +123,7 @@ export function registerSetup(program: Command): void {
       "--principal <principal>",
       'print kafka-acls.sh commands granting them to this principal, e.g. "User:projector"',
     )
-    .option("--json", "print JSON")
+    .addOption(new Option("--json", "print JSON").conflicts("principal"))
     .action(
       action(async (options: { principal?: string; json?: boolean }) => {
         const { config } = cliContext();

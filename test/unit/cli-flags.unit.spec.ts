@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { InvalidArgumentError } from "commander";
 import { describe, expect, it } from "vitest";
-import { EXIT_CODES } from "../../src/cli/exit-codes.js";
+import { EXIT_CODES, exitCodesMarkdown } from "../../src/cli/exit-codes.js";
 import { deadLetterId, instant, integerIn } from "../../src/cli/parse.js";
 import { parseStreams } from "../../src/cli/replay.js";
 
@@ -26,6 +26,14 @@ describe("the exit-code table", () => {
           .map((line) => `${file}: ${line.trim()}`),
       );
     expect(offenders).toEqual([]);
+  });
+
+  it("renders as one markdown table with a row per code", () => {
+    const lines = exitCodesMarkdown().split("\n");
+    expect(lines.slice(0, 2)).toEqual(["| Exit code | Meaning |", "| --- | --- |"]);
+    expect(lines.slice(2).map((line) => Number(line.split("|")[1]))).toEqual(
+      Object.values(EXIT_CODES).map((entry) => entry.code),
+    );
   });
 
   it("names in exitCode(...) calls are all in the table", () => {
