@@ -1,4 +1,5 @@
 import { type Command, InvalidArgumentError, Option } from "commander";
+import type { Admin } from "kafkajs";
 import { createKafka, createProducer } from "../adapters/kafka/client.js";
 import { createGroupAdmin, fetchPositions, GroupActiveError, targetOffsets } from "../adapters/kafka/group-admin.js";
 import { HistoryGoneError } from "../adapters/kafka/history.js";
@@ -20,6 +21,7 @@ import { noopMetrics, type ReadFrom } from "../ports.js";
 import { STREAMS, type Stream, topicNames } from "../topics.js";
 import { SERVICE_VERSION } from "../version.js";
 import { action, type CliContext, cliContext, UsageError } from "./context.js";
+import { exitCode } from "./exit-codes.js";
 import { printDocument, printRows } from "./output.js";
 import { instant } from "./parse.js";
 
@@ -60,7 +62,9 @@ async function reset(
   try {
     const topics = streams.map((s) => names.source[s]);
     if (options.dryRun) {
-      printReplayPlan(await planReplay(admin, config.kafka.group, topics, to, options.allowGaps), options.json);
+      const plan = await planReplay(admin, config.kafka.group, topics, to, options.allowGaps);
+      printReplayPlan(plan, options.json);
+      exitAsTheRunWould(plan.refusals);
       return;
     }
     const done = await replayTopics(createGroupAdmin(admin), config.kafka.group, topics, to, options.allowGaps);
@@ -80,7 +84,7 @@ export interface ReplayPlan {
 }
 
 async function planReplay(
-  admin: ReturnType<ReturnType<typeof createKafka>["admin"]>,
+  admin: Admin,
   group: string,
   topics: readonly string[],
   to: ReadFrom,
@@ -117,6 +121,11 @@ function printReplayPlan(plan: ReplayPlan, json: boolean): void {
   for (const refusal of plan.refusals) process.stdout.write(`the replay would refuse now: ${refusal}\n`);
 }
 
+/** A dry run exits as the real run would: refused (EXIT_CODES.failed) when it would refuse now. */
+function exitAsTheRunWould(refusals: readonly string[]): void {
+  if (refusals.length > 0) process.exitCode = exitCode("failed");
+}
+
 export function registerReplay(program: Command): void {
   program
     .command("replay")
@@ -131,7 +140,10 @@ export function registerReplay(program: Command): void {
       ),
     )
     .option("--allow-gaps", "replay even where retention has deleted records the replay would need")
-    .option("--dry-run", "show each partition's committed offset and where the replay would set it; change nothing")
+    .option(
+      "--dry-run",
+      "show each partition's committed offset and where the replay would set it, change nothing; exits 1 if the replay would refuse now",
+    )
     .option("--json", "print JSON")
     .action(
       action(
@@ -161,7 +173,7 @@ export function registerReplay(program: Command): void {
     .addOption(new Option("--yes", "confirm the wipe").conflicts("dryRun"))
     .option(
       "--dry-run",
-      "read and validate the registry topic and say per tenant what would be rebuilt and which records dead-lettered; change nothing",
+      "read and validate the registry topic and say per tenant what would be rebuilt and which records dead-lettered, change nothing; exits 1 if the rebuild would refuse now",
     )
     .option("--json", "print JSON")
     .action(
@@ -189,6 +201,7 @@ export function registerReplay(program: Command): void {
             printRebuild(plan, options.json === true);
             for (const refusal of options.json ? [] : plan.refusals)
               process.stdout.write(`the rebuild would refuse now: ${refusal}\n`);
+            exitAsTheRunWould(plan.refusals);
           } finally {
             await admin.disconnect();
           }

@@ -85,6 +85,11 @@ describe("status, check and the dry runs against real servers", () => {
     expect(human.code, human.output).toBe(0);
     expect(human.stdout).toMatch(/^group group-cli-ops-\w+: Stable, 1 member\(s\), lag 0/);
     expect(human.stdout).toContain("Dead letters by reason");
+
+    // While it runs, a replay would refuse: the dry run says so and exits as the replay would.
+    const refused = await cli(["replay", "--dry-run", "--json"]);
+    expect(refused.code, refused.output).toBe(EXIT_CODES.failed.code);
+    expect(JSON.parse(refused.stdout).refusals).toEqual([expect.stringMatching(/1 active member/)]);
     await harness.stopProjectors();
   });
 
