@@ -34,3 +34,11 @@ export function exitCodesMarkdown(): string {
   const rows = Object.values(EXIT_CODES).map(({ code, meaning }) => `| ${code} | ${meaning.replaceAll("|", "\\|")} |`);
   return ["| Exit code | Meaning |", "| --- | --- |", ...rows].join("\n");
 }
+
+/** The table as `--help` ends with it: one line a code. */
+export function exitCodesText(): string {
+  return [
+    "Exit codes:",
+    ...Object.values(EXIT_CODES).map(({ code, meaning }) => `  ${String(code).padStart(2)}  ${meaning}`),
+  ].join("\n");
+}

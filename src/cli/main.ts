@@ -2,7 +2,7 @@ import { Command } from "commander";
 import { SERVICE_VERSION } from "../version.js";
 import { registerCheck } from "./check.js";
 import { registerDlq } from "./dlq.js";
-import { exitCode } from "./exit-codes.js";
+import { exitCode, exitCodesText } from "./exit-codes.js";
 import { registerFindings } from "./findings.js";
 import { registerProduce } from "./produce.js";
 import { registerReconcile } from "./reconcile.js";
@@ -20,7 +20,8 @@ const program = new Command()
   .version(SERVICE_VERSION)
   // Inherited by every command registered below: commander's usage errors (unknown flag, a value its
   // parser or choices refuse, conflicting flags) exit with EXIT_CODES.usage; help and version with 0.
-  .exitOverride((error) => process.exit(error.exitCode === 0 ? exitCode("ok") : exitCode("usage")));
+  .exitOverride((error) => process.exit(error.exitCode === 0 ? exitCode("ok") : exitCode("usage")))
+  .addHelpText("after", `\n${exitCodesText()}`);
 
 registerRun(program);
 registerSetup(program);
