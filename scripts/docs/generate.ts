@@ -8,7 +8,7 @@ import { writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
 import { z } from "zod";
-import { EXIT_CODE_MEANINGS, EXIT_CODES } from "../../src/cli/exit-codes.js";
+import { EXIT_CODES } from "../../src/cli/exit-codes.js";
 import { program } from "../../src/cli/program.js";
 import { envSchema, FILE_SECRETS } from "../../src/config.js";
 import { helmValuesDoc } from "./helm-values.js";
@@ -96,7 +96,7 @@ export function cliDoc(): string {
     return [`## \`${path}\``, "", "```text", command.helpInformation().trimEnd(), "```", ""].join("\n");
   });
   const exitRows = Object.entries(EXIT_CODES).map(
-    ([name, code]) => `| ${code} | \`${name}\` | ${cell(EXIT_CODE_MEANINGS[name as keyof typeof EXIT_CODES])} |`,
+    ([name, { code, meaning }]) => `| ${code} | \`${name}\` | ${cell(meaning)} |`,
   );
   return [
     "# Command line",

@@ -2,7 +2,7 @@ import { pino } from "pino";
 import { type Config, ConfigError, loadConfig } from "../config.js";
 import { errorMessage } from "../errors.js";
 import { type AppLogger, createLogger } from "../logger.js";
-import { EXIT_CODES } from "./exit-codes.js";
+import { exitCode } from "./exit-codes.js";
 
 export interface CliContext {
   readonly config: Config;
@@ -20,20 +20,25 @@ export function cliContext(logsTo: "stdout" | "stderr" = "stderr"): CliContext {
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`configuration error: ${error.message}\n`);
-      process.exit(EXIT_CODES.config);
+      process.exit(exitCode("usage"));
     }
     throw error;
   }
 }
 
-/** Runs a command body, turning an error into a one-line message and exit code 1. */
+/** The invocation is wrong in a way commander cannot see (flags that must come together): EXIT_CODES.usage. */
+export class UsageError extends Error {
+  override readonly name = "UsageError";
+}
+
+/** Runs a command body, turning an error into a one-line message and its exit code (EXIT_CODES). */
 export function action<A extends unknown[]>(body: (...args: A) => Promise<void>): (...args: A) => Promise<void> {
   return async (...args: A) => {
     try {
       await body(...args);
     } catch (error) {
       process.stderr.write(`error: ${errorMessage(error)}\n`);
-      process.exitCode = EXIT_CODES.failure;
+      process.exitCode = exitCode(error instanceof UsageError ? "usage" : "failed");
     }
   };
 }

@@ -1,20 +1,44 @@
 /**
- * Every status the CLI exits with, and what it means to a script or a probe. docs/cli.md's table is
- * generated from these, and a unit test keeps every exit in src/cli on one of them.
+ * Every exit code the CLI returns, with what it means to an operator: the one table docs/cli.md shows
+ * and every command uses (never a bare number). Codes 10 and up are `check`'s failure classes, one per
+ * thing to fix; when several checks fail, `check` exits with the code of the first in this order.
  */
 export const EXIT_CODES = {
-  ok: 0,
-  failure: 1,
-  config: 2,
-  drift: 3,
-} as const;
+  ok: { code: 0, meaning: "done; for `check`, every start-up check passed" },
+  failed: { code: 1, meaning: "the command failed; stderr names the cause in one line" },
+  usage: {
+    code: 2,
+    meaning: "bad invocation: an unknown command or flag, a flag's value out of range, or a configuration key (named)",
+  },
+  drift: { code: 3, meaning: "`reconcile` found differences between the registry topic and the graph" },
+  kafkaUnreachable: { code: 10, meaning: "`check`: Kafka did not answer" },
+  registryUnreachable: { code: 11, meaning: "`check`: the schema registry did not answer" },
+  neo4jUnreachable: { code: 12, meaning: "`check`: Neo4j did not answer" },
+  credentialsRefused: {
+    code: 13,
+    meaning: "`check`: a server refused the credentials or the TLS trust (certificate not trusted)",
+  },
+  topicsMissing: { code: 14, meaning: "`check`: a source, retry or dead-letter topic does not exist" },
+  constraintsMissing: { code: 15, meaning: "`check`: the §6 constraints are not in place (run `migrate`)" },
+  subjectMissing: { code: 16, meaning: "`check`: the findings schema is not registered (run `schemas`)" },
+} as const satisfies Record<string, { code: number; meaning: string }>;
 
-export type ExitCodeName = keyof typeof EXIT_CODES;
+export type ExitName = keyof typeof EXIT_CODES;
 
-export const EXIT_CODE_MEANINGS: { readonly [name in ExitCodeName]: string } = {
-  ok: "Done; `run`: stopped on SIGTERM or SIGINT (during start-up too) within `SHUTDOWN_TIMEOUT_MS`.",
-  failure:
-    "The command failed, with one line on stderr naming the cause: a server unreachable or refusing, a start-up that failed or outlasted `STARTUP_TIMEOUT_MS`, a fatal error while running, a stop that outlasted `SHUTDOWN_TIMEOUT_MS`, chosen records `dlq redrive` left on the dead-letter topic; also a usage error (an unknown command or option, a missing argument).",
-  config: "The configuration is invalid: one line on stderr names the key (`configuration error: KEY: …`).",
-  drift: "`reconcile` without `--repair` found differences between the registry topic and the graph.",
-};
+export function exitCode(name: ExitName): number {
+  return EXIT_CODES[name].code;
+}
+
+/** The table as markdown, for docs/cli.md (generated, like the rest of that page, so it cannot drift). */
+export function exitCodesMarkdown(): string {
+  const rows = Object.values(EXIT_CODES).map(({ code, meaning }) => `| ${code} | ${meaning.replaceAll("|", "\\|")} |`);
+  return ["| Exit code | Meaning |", "| --- | --- |", ...rows].join("\n");
+}
+
+/** The table as `--help` ends with it: one line a code. */
+export function exitCodesText(): string {
+  return [
+    "Exit codes:",
+    ...Object.values(EXIT_CODES).map(({ code, meaning }) => `  ${String(code).padStart(2)}  ${meaning}`),
+  ].join("\n");
+}

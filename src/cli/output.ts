@@ -6,7 +6,7 @@ export function printRows(
   options: { json?: boolean; title?: string; empty?: string },
 ): void {
   if (options.json) {
-    process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
+    printDocument(rows);
     return;
   }
   if (options.title) process.stdout.write(`\n${options.title}\n`);
@@ -18,6 +18,11 @@ export function printRows(
   const table = new Table({ head, style: { head: [], border: [], compact: true } });
   for (const row of rows) table.push(head.map((key) => formatCell(row[key])));
   process.stdout.write(`${table.toString()}\n`);
+}
+
+/** A command's whole result as the one JSON document `--json` promises. */
+export function printDocument(document: unknown): void {
+  process.stdout.write(`${JSON.stringify(document, null, 2)}\n`);
 }
 
 function formatCell(value: unknown): string {

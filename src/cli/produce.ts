@@ -8,6 +8,7 @@ import type { ProjectorEvent } from "../model/events.js";
 import { readerSchema } from "../model/schemas.js";
 import { STREAMS, type Stream, topicNames } from "../topics.js";
 import { action, cliContext } from "./context.js";
+import { printDocument } from "./output.js";
 
 const KIND_OF_STREAM: Record<Stream, ProjectorEvent["kind"]> = {
   "registry-mutation": "registry-snapshot",
@@ -84,8 +85,9 @@ export function registerProduce(program: Command): void {
     .command("produce")
     .description("publish events from a JSON or NDJSON file, validated against the Avro schemas")
     .argument("<file>", "JSON array or NDJSON; '-' reads standard input")
+    .option("--json", "print JSON: one document { published }")
     .action(
-      action(async (file: string) => {
+      action(async (file: string, options: { json?: boolean }) => {
         const { config, logger } = cliContext();
         const events = parseEventFile(readFileSync(file === "-" ? 0 : file, "utf8"));
         const names = topicNames(config.topics);
@@ -98,7 +100,8 @@ export function registerProduce(program: Command): void {
         } finally {
           await producer.disconnect();
         }
-        process.stdout.write(`published ${events.length} event(s)\n`);
+        if (options.json) printDocument({ published: events.length });
+        else process.stdout.write(`published ${events.length} event(s)\n`);
       }),
     );
 }

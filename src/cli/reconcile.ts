@@ -12,8 +12,8 @@ import { validationRules } from "../model/validate.js";
 import { type GraphWriter, noopMetrics } from "../ports.js";
 import { reconcileRegistry } from "../reconcile/reconcile.js";
 import { action, cliContext } from "./context.js";
-import { EXIT_CODES } from "./exit-codes.js";
-import { printRows } from "./output.js";
+import { exitCode } from "./exit-codes.js";
+import { printDocument, printRows } from "./output.js";
 
 export function registerReconcile(program: Command): void {
   program
@@ -25,7 +25,7 @@ export function registerReconcile(program: Command): void {
       "--repair",
       "re-apply the registry projection for every drifted agent, then publish the findings that recorded",
     )
-    .option("--json", "print JSON")
+    .option("--json", "print JSON: one document { tenants: [{ tenant, agents, drift, ... }], publishedFindings }")
     .action(
       action(async (options: { repair?: boolean; json?: boolean }) => {
         const { config, logger } = cliContext();
@@ -33,6 +33,7 @@ export function registerReconcile(program: Command): void {
         const graph = createGraphWriter(driver, noopMetrics, config.neo4j.txTimeoutMs);
         try {
           let total = 0;
+          const tenants: Record<string, unknown>[] = [];
           for (const route of config.tenants) {
             const result = await reconcileRegistry({
               reader: createTopicReader(createKafka(config.kafka, logger)),
@@ -48,7 +49,7 @@ export function registerReconcile(program: Command): void {
             });
             total += result.drift.length;
             if (options.json) {
-              process.stdout.write(`${JSON.stringify({ tenant: route.tenantId, ...result }, null, 2)}\n`);
+              tenants.push({ tenant: route.tenantId, ...result });
               continue;
             }
             printRows(
@@ -60,11 +61,13 @@ export function registerReconcile(program: Command): void {
             );
             if (result.repaired > 0) process.stdout.write(`repaired ${result.repaired} agent(s)\n`);
           }
-          if (total > 0 && !options.repair) process.exitCode = EXIT_CODES.drift;
+          if (total > 0 && !options.repair) process.exitCode = exitCode("drift");
+          let published = 0;
           if (options.repair && config.findingsEnabled) {
-            const published = await publishFindings(config, logger, graph);
+            published = await publishFindings(config, logger, graph);
             if (published > 0 && !options.json) process.stdout.write(`published ${published} finding(s)\n`);
           }
+          if (options.json) printDocument({ tenants, publishedFindings: published });
         } finally {
           await driver.close();
         }

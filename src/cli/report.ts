@@ -1,10 +1,11 @@
-import type { Command } from "commander";
+import { type Command, Option } from "commander";
 import { createDriver, createGraphWriter } from "../adapters/neo4j/graph-writer.js";
 import { sharedDatabases } from "../config.js";
 import { noopMetrics } from "../ports.js";
 import { type GovernanceReport, governanceReport } from "../report.js";
 import { action, cliContext } from "./context.js";
 import { printRows } from "./output.js";
+import { integerIn } from "./parse.js";
 
 export function printReport(report: GovernanceReport, json: boolean): void {
   if (json) {
@@ -33,14 +34,14 @@ export function registerReport(program: Command): void {
     .command("report")
     .description("run the spec's §4 governance queries against the graph")
     .option("--agent <agent_id>", "also list what this agent produced")
-    .option("--limit <n>", "outcomes to list for --agent", "50")
+    .addOption(new Option("--limit <n>", "outcomes to list for --agent").argParser(integerIn(1, 100_000)).default(50))
     .option(
       "--tenant <tenant>",
       "tenant to report on: its database, and only its agents where tenants share one (default: the first in TENANTS)",
     )
     .option("--json", "print JSON instead of tables")
     .action(
-      action(async (options: { agent?: string; limit: string; tenant?: string; json?: boolean }) => {
+      action(async (options: { agent?: string; limit: number; tenant?: string; json?: boolean }) => {
         const { config } = cliContext();
         const route = options.tenant ? config.tenants.find((t) => t.tenantId === options.tenant) : config.tenants[0];
         if (!route) throw new Error(`tenant "${options.tenant}" is not in TENANTS`);
@@ -51,7 +52,7 @@ export function registerReport(program: Command): void {
             graph,
             route.database,
             config.terminalAgentIds,
-            options.agent ? { id: options.agent, limit: Number(options.limit) } : undefined,
+            options.agent ? { id: options.agent, limit: options.limit } : undefined,
             { id: route.tenantId, scoped: sharedDatabases(config.tenants).has(route.database) },
           );
           printReport(report, options.json === true);

@@ -5,7 +5,7 @@ import { redactUserinfo } from "../redact.js";
 import { type RunningService, startService } from "../service.js";
 import { StartupStopped } from "../startup/deadline.js";
 import { action, cliContext } from "./context.js";
-import { EXIT_CODES } from "./exit-codes.js";
+import { exitCode } from "./exit-codes.js";
 
 /**
  * One line naming the cause, then exit 1 at once: whatever a failed start left open (a socket a client
@@ -13,7 +13,7 @@ import { EXIT_CODES } from "./exit-codes.js";
  */
 function exitWith(line: string): never {
   process.stderr.write(`error: ${redactUserinfo(line)}\n`);
-  process.exit(EXIT_CODES.failure);
+  process.exit(exitCode("failed"));
 }
 
 /**
@@ -42,7 +42,7 @@ export function registerRun(program: Command): void {
         const onSignal = (signal: NodeJS.Signals) => {
           const timer = setTimeout(() => {
             logger.error({ signal, timeoutMs: config.shutdownTimeoutMs }, "shutdown took too long; exiting");
-            process.exit(EXIT_CODES.failure);
+            process.exit(exitCode("failed"));
           }, config.shutdownTimeoutMs);
           timer.unref();
           if (service) void service.stop(signal);
@@ -59,7 +59,7 @@ export function registerRun(program: Command): void {
         } catch (error) {
           if (!(error instanceof StartupStopped)) exitWith(`start-up failed: ${errorMessage(error)}`);
           logger.info({ signal: stopStartup.signal.reason }, "stopped during start-up");
-          process.exit(EXIT_CODES.ok);
+          process.exit(exitCode("ok"));
         } finally {
           clearTimeout(watchdog);
         }
@@ -69,11 +69,11 @@ export function registerRun(program: Command): void {
           await service.done;
         } catch (error) {
           logger.fatal({ error: errorMessage(error) }, "projector stopped on a fatal error");
-          process.exit(EXIT_CODES.failure);
+          process.exit(exitCode("failed"));
         }
         // Everything the service opened is closed; a library timer left behind must not hold the exit
         // until the shutdown timer calls it a failure. pino writes synchronously, so nothing is lost.
-        process.exit(EXIT_CODES.ok);
+        process.exit(exitCode("ok"));
       }),
     );
 }

@@ -20,14 +20,16 @@ import {
 import { sharedDatabases } from "../config.js";
 import { roleOfTopic, STREAMS, topicNames } from "../topics.js";
 import { action, cliContext } from "./context.js";
-import { printRows } from "./output.js";
+import { printDocument, printRows } from "./output.js";
+import { integerIn } from "./parse.js";
 
 export function registerSetup(program: Command): void {
   program
     .command("migrate")
     .description("create the §6 uniqueness constraints (idempotent; run also does this at start-up)")
+    .option("--json", "print JSON: one document { databases }")
     .action(
-      action(async () => {
+      action(async (options: { json?: boolean }) => {
         const { config } = cliContext();
         const driver = createDriver(config.neo4j);
         try {
@@ -36,9 +38,9 @@ export function registerSetup(program: Command): void {
             config.tenants.map((t) => t.database),
             sharedDatabases(config.tenants),
           );
-          process.stdout.write(
-            `constraints in place on ${[...new Set(config.tenants.map((t) => t.database))].join(", ")}\n`,
-          );
+          const databases = [...new Set(config.tenants.map((t) => t.database))];
+          if (options.json) printDocument({ databases });
+          else process.stdout.write(`constraints in place on ${databases.join(", ")}\n`);
         } finally {
           await driver.close();
         }
@@ -48,14 +50,20 @@ export function registerSetup(program: Command): void {
   program
     .command("topics")
     .description("create the source, retry, dead-letter and findings topics with their configs (idempotent)")
-    .option("--partitions <n>", "partitions per topic (default TOPIC_PARTITIONS)")
-    .option(
-      "--replication-factor <n>",
-      "replication factor (default TOPIC_REPLICATION_FACTOR, else the cluster's default.replication.factor and min.insync.replicas)",
+    .addOption(
+      new Option("--partitions <n>", "partitions per topic (default TOPIC_PARTITIONS)").argParser(
+        integerIn(1, 100_000),
+      ),
+    )
+    .addOption(
+      new Option(
+        "--replication-factor <n>",
+        "replication factor (default TOPIC_REPLICATION_FACTOR, else the cluster's default.replication.factor and min.insync.replicas)",
+      ).argParser(integerIn(1, 32_767)),
     )
     .option("--json", "print JSON")
     .action(
-      action(async (options: { partitions?: string; replicationFactor?: string; json?: boolean }) => {
+      action(async (options: { partitions?: number; replicationFactor?: number; json?: boolean }) => {
         const { config, logger } = cliContext();
         const admin = createKafka(config.kafka, logger).admin();
         await admin.connect();
@@ -63,8 +71,8 @@ export function registerSetup(program: Command): void {
           const names = topicNames(config.topics);
           const requested = options.replicationFactor ?? config.topics.replicationFactor;
           const layout = {
-            partitions: Number(options.partitions ?? config.topics.partitions),
-            ...(await replicationFor(admin, requested === undefined ? undefined : Number(requested))),
+            partitions: options.partitions ?? config.topics.partitions,
+            ...(await replicationFor(admin, requested)),
             retryMaxAgeMs: config.retry.maxAgeMs,
           };
           const isSource = (topic: string) => roleOfTopic(names, topic)?.role === "source";
@@ -115,7 +123,7 @@ export function registerSetup(program: Command): void {
       "--principal <principal>",
       'print kafka-acls.sh commands granting them to this principal, e.g. "User:projector"',
     )
-    .option("--json", "print JSON")
+    .addOption(new Option("--json", "print JSON").conflicts("principal"))
     .action(
       action(async (options: { principal?: string; json?: boolean }) => {
         const { config } = cliContext();
@@ -148,8 +156,9 @@ export function registerSetup(program: Command): void {
     .addOption(
       new Option("--compatibility <level>", "set each subject to this level first").choices(COMPATIBILITY_LEVELS),
     )
+    .option("--json", "print JSON")
     .action(
-      action(async (options: { compatibility?: CompatibilityLevel }) => {
+      action(async (options: { compatibility?: CompatibilityLevel; json?: boolean }) => {
         const { config } = cliContext();
         const names = topicNames(config.topics);
         const ids = await registerSchemas(
@@ -164,7 +173,7 @@ export function registerSetup(program: Command): void {
             ...Object.entries(ids).map(([stream, id]) => ({ stream, schema_id: id })),
             ...(findings === null ? [] : [{ stream: "governance-finding", schema_id: findings }]),
           ],
-          {},
+          { json: options.json === true },
         );
       }),
     );

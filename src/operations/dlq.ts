@@ -101,6 +101,37 @@ export function notRedrivable(record: SourceRecord): string | undefined {
   return `its value (${omitted} bytes) was too large to keep on the dead-letter topic; publish it again from its source ${describeDeadLetter(record).source}`;
 }
 
+/** A chosen record `dlq redrive` would publish, and the retry topic it would go to. */
+export type ToRedrive = DeadLetterRow & { readonly to: string };
+
+/**
+ * Which dead-lettered records a re-drive chooses, in the order read: those it would publish (with
+ * their retry topic) and those it would leave, with why. Reads only; `dlq redrive --dry-run` prints it.
+ */
+export async function planRedrive(
+  reader: TopicReader,
+  names: TopicNames,
+  selection: RedriveSelection,
+): Promise<{ chosen: SourceRecord[]; toRedrive: ToRedrive[]; notRedriven: NotRedriven[] }> {
+  const chosen: SourceRecord[] = [];
+  const toRedrive: ToRedrive[] = [];
+  const notRedriven: NotRedriven[] = [];
+  await reader.readToEnd(
+    STREAMS.map((s) => names.deadLetter[s]),
+    (record) => {
+      const row = describeDeadLetter(record);
+      if (!isSelected(row, selection)) return;
+      const why = notRedrivable(record);
+      if (why !== undefined) notRedriven.push({ ...row, why });
+      else {
+        chosen.push(record);
+        toRedrive.push({ ...row, to: names.retry[redriveStream(record, names)] });
+      }
+    },
+  );
+  return { chosen, toRedrive, notRedriven };
+}
+
 /**
  * Publishes the chosen dead-lettered records again, one at a time in the order read, to their
  * stream's retry topic with their original key, value and headers. A chosen record that cannot be
@@ -112,18 +143,7 @@ export async function redriveDeadLetters(
   names: TopicNames,
   selection: RedriveSelection,
 ): Promise<{ redriven: number; notRedriven: NotRedriven[] }> {
-  const chosen: SourceRecord[] = [];
-  const notRedriven: NotRedriven[] = [];
-  await reader.readToEnd(
-    STREAMS.map((s) => names.deadLetter[s]),
-    (record) => {
-      const row = describeDeadLetter(record);
-      if (!isSelected(row, selection)) return;
-      const why = notRedrivable(record);
-      if (why === undefined) chosen.push(record);
-      else notRedriven.push({ ...row, why });
-    },
-  );
+  const { chosen, notRedriven } = await planRedrive(reader, names, selection);
   for (const record of chosen) {
     await publisher.publish(names.retry[redriveStream(record, names)], {
       key: record.key,

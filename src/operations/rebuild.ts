@@ -1,3 +1,4 @@
+import { GroupActiveError } from "../adapters/kafka/group-admin.js";
 import { HistoryGoneError } from "../adapters/kafka/history.js";
 import type { TenantRoute } from "../config.js";
 import { wipeAgentRegistryState, wipeDeclared, wipeRegistryEdges } from "../cypher/rebuild.js";
@@ -12,7 +13,7 @@ import { projectRegistry } from "../projection/registry.js";
 import { readRegistryTopic } from "../reconcile/reconcile.js";
 
 /** Where one tenant stands after a rebuild. Anything but `rebuilt` left that tenant's graph as it was. */
-export type RebuildStatus = "rebuilt" | "failed" | "not attempted";
+export type RebuildStatus = "rebuilt" | "failed" | "not attempted" | "would be rebuilt";
 
 export type RebuildResult = {
   readonly tenant: string;
@@ -110,17 +111,7 @@ export async function rebuildRegistry(options: {
   );
   await send(sink, unreadable, deadLetters);
 
-  const results: RebuildResult[] = options.tenants.map((route) => {
-    const mine = read.events.filter((event) => event.tenant_id === route.tenantId);
-    return {
-      tenant: route.tenantId,
-      database: route.database,
-      status: "not attempted",
-      records: mine.length,
-      agents: new Set(mine.map((event) => event.agent_id)).size,
-      rejected: 0,
-    };
-  });
+  const results = tenantResults(options.tenants, read.events, "not attempted");
   const report = (): RebuildReport => ({ tenants: [...results], deadLettered: [...deadLetters] });
 
   for (const [n, route] of options.tenants.entries()) {
@@ -154,6 +145,63 @@ export async function rebuildRegistry(options: {
     }
   }
   return report();
+}
+
+function tenantResults(
+  tenants: readonly TenantRoute[],
+  events: readonly RegistryEvent[],
+  status: RebuildStatus,
+): RebuildResult[] {
+  return tenants.map((route) => {
+    const mine = events.filter((event) => event.tenant_id === route.tenantId);
+    return {
+      tenant: route.tenantId,
+      database: route.database,
+      status,
+      records: mine.length,
+      agents: new Set(mine.map((event) => event.agent_id)).size,
+      rejected: 0,
+    };
+  });
+}
+
+/** What `rebuild --dry-run` reports: the rebuild's report as it would begin, and what would stop it now. */
+export interface RebuildPlan extends RebuildReport {
+  readonly dryRun: true;
+  /** Why the rebuild itself would refuse now (instances running, history gone), if it would. */
+  readonly refusals: readonly string[];
+}
+
+/**
+ * The rebuild's reading half and its checks, changing nothing: per tenant the records and agents it
+ * would apply, and the records it would dead-letter as unreadable or invalid. Records Neo4j would
+ * refuse are found only by writing, so a dry run cannot name them.
+ */
+export async function planRebuild(
+  options: Pick<
+    Parameters<typeof rebuildRegistry>[0],
+    "admin" | "reader" | "groupId" | "topic" | "decoder" | "tenants" | "rules"
+  >,
+): Promise<RebuildPlan> {
+  const refusals: string[] = [];
+  await options.admin.assertNoActiveMembers(options.groupId).catch((error: unknown) => {
+    if (!(error instanceof GroupActiveError)) throw error;
+    refusals.push(error.message);
+  });
+  const gaps = await options.admin.historyGaps([options.topic], { earliest: true });
+  if (gaps.length > 0) refusals.push(new HistoryGoneError(gaps, "rebuild").message);
+  const read = await readRegistryTopic(options.reader, options.topic, options.decoder, options.rules);
+  return {
+    dryRun: true,
+    refusals,
+    tenants: tenantResults(options.tenants, read.events, "would be rebuilt"),
+    deadLettered: read.rejected.map(({ record, rejection }) => ({
+      source: `${record.topic}:${record.partition}:${record.offset}`,
+      key: record.key?.toString() ?? null,
+      reason: rejection.reason,
+      message: boundedText(rejection.message),
+    })),
+  };
 }
 
 /** One tenant's rebuild, to run in one transaction: the wipe, then §3.1/§3.2 over its events. */

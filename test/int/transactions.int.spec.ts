@@ -295,7 +295,7 @@ describe("transactional source topics", () => {
   it("the commands finish: reconcile, dlq list and rebuild --yes", { timeout: 240_000 }, async () => {
     const reconcile = await cli(["reconcile", "--json"]);
     expect(reconcile.code, reconcile.output).toBe(0);
-    expect(JSON.parse(reconcile.stdout)).toMatchObject({ tenant: "default", drift: [] });
+    expect(JSON.parse(reconcile.stdout)).toMatchObject({ tenants: [{ tenant: "default", drift: [] }] });
     const dlq = await cli(["dlq", "list", "--json"]);
     expect(dlq.code, dlq.output).toBe(0);
     expect((JSON.parse(dlq.stdout) as { key: string }[]).map((row) => row.key)).toEqual(["poison-committed"]);

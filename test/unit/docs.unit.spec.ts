@@ -27,7 +27,9 @@ describe("the generated reference", () => {
   it("lists every exit code of the code in docs/cli.md, and no other", () => {
     const table = read("docs/cli.md").split("## Exit codes")[1]?.split("\n## ")[0] ?? "";
     const rows = [...table.matchAll(/^\| (\d+) \| `(\w+)` \|/gm)].map((match) => [match[2], Number(match[1])]);
-    expect(Object.fromEntries(rows)).toEqual(EXIT_CODES);
+    expect(Object.fromEntries(rows)).toEqual(
+      Object.fromEntries(Object.entries(EXIT_CODES).map(([name, { code }]) => [name, code])),
+    );
   });
 
   it("every exit in src/cli goes through EXIT_CODES", () => {

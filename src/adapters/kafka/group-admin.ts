@@ -42,23 +42,32 @@ export async function resetOffsets(
   await assertNoActiveMembers(admin, groupId);
   const done: { topic: string; partition: number; offset: string }[] = [];
   for (const topic of topics) {
-    const partitions =
-      "earliest" in to
-        ? (await admin.fetchTopicOffsets(topic)).map((p) => ({ partition: p.partition, offset: p.low }))
-        : (await admin.fetchTopicOffsetsByTimestamp(topic, to.timestamp)).map((p) => ({
-            partition: p.partition,
-            offset: p.offset,
-          }));
-    // An offset of -1 means "no record at or after the timestamp": start at the end.
-    const high = new Map((await admin.fetchTopicOffsets(topic)).map((p) => [p.partition, p.high]));
-    const target = partitions.map((p) => ({
-      partition: p.partition,
-      offset: p.offset === "-1" ? (high.get(p.partition) ?? "0") : p.offset,
-    }));
+    const target = await targetOffsets(admin, topic, to);
     await admin.setOffsets({ groupId, topic, partitions: target });
     for (const p of target) done.push({ topic, ...p });
   }
   return done;
+}
+
+/** Where resetOffsets would set each partition of `topic`; `replay --dry-run` shows it and sets nothing. */
+export async function targetOffsets(
+  admin: Admin,
+  topic: string,
+  to: ReadFrom,
+): Promise<{ partition: number; offset: string }[]> {
+  const partitions =
+    "earliest" in to
+      ? (await admin.fetchTopicOffsets(topic)).map((p) => ({ partition: p.partition, offset: p.low }))
+      : (await admin.fetchTopicOffsetsByTimestamp(topic, to.timestamp)).map((p) => ({
+          partition: p.partition,
+          offset: p.offset,
+        }));
+  // An offset of -1 means "no record at or after the timestamp": start at the end.
+  const high = new Map((await admin.fetchTopicOffsets(topic)).map((p) => [p.partition, p.high]));
+  return partitions.map((p) => ({
+    partition: p.partition,
+    offset: p.offset === "-1" ? (high.get(p.partition) ?? "0") : p.offset,
+  }));
 }
 
 /**
