@@ -78,11 +78,15 @@ const envSchema = z.object({
   TOPIC_ESCALATION_EDGE: z.string().min(1).default("escalation-edge"),
   RETRY_TOPIC_SUFFIX: z.string().min(1).default(".retry"),
   DLQ_TOPIC_SUFFIX: z.string().min(1).default(".dlq"),
+  // group: `<source>.<CONSUMER_GROUP><suffix>`, so deployments on the same source topics keep their
+  // retry and dead-letter records apart; source: `<source><suffix>`, the names earlier releases used.
+  RETRY_DLQ_TOPIC_SCOPE: z.enum(["group", "source"]).default("group"),
   TOPIC_GOVERNANCE_FINDINGS: z.string().min(1).default("governance-findings"),
   // Off: no findings are judged, recorded or published — no findings topic, subject or write access to them.
   FINDINGS_ENABLED: bool(true),
   TENANTS: commaList("default").refine((list) => list.length > 0, "needs at least one tenant"),
-  TERMINAL_AGENT_IDS: commaList("os-agt-001,os-agt-004"),
+  // Empty: no control terminals, so reachability is not judged (no terminal findings; the report says so).
+  TERMINAL_AGENT_IDS: commaList(""),
   TOPIC_PARTITIONS: int(6, 1, 10_000),
   // Unset: the cluster's default.replication.factor and min.insync.replicas (see replicationFor).
   TOPIC_REPLICATION_FACTOR: z.coerce.number().int().min(1).max(10).optional(),
@@ -197,6 +201,8 @@ const configSchema = envSchema.transform((env) => ({
     escalationEdge: env.TOPIC_ESCALATION_EDGE,
     retrySuffix: env.RETRY_TOPIC_SUFFIX,
     dlqSuffix: env.DLQ_TOPIC_SUFFIX,
+    /** The consumer group the retry and dead-letter topics are named for; undefined: the source topic alone. */
+    scope: env.RETRY_DLQ_TOPIC_SCOPE === "group" ? env.CONSUMER_GROUP : undefined,
     findings: env.TOPIC_GOVERNANCE_FINDINGS,
     partitions: env.TOPIC_PARTITIONS,
     replicationFactor: env.TOPIC_REPLICATION_FACTOR,
@@ -269,11 +275,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (config.batch.backlogMaxRecords < config.batch.maxRecords) {
     throw new ConfigError("BACKLOG_BATCH_MAX_RECORDS", "must be at least BATCH_MAX_RECORDS");
   }
+  if (config.topics.scope !== undefined && !TOPIC_NAME.test(config.topics.scope)) {
+    throw new ConfigError(
+      "CONSUMER_GROUP",
+      `"${config.topics.scope}" names the retry and dead-letter topics (RETRY_DLQ_TOPIC_SCOPE=group), so it may hold only letters, digits, . _ -`,
+    );
+  }
   if (config.retry.backoffMaxMs < config.retry.backoffMs) {
     throw new ConfigError("RETRY_BACKOFF_MAX_MS", "must be at least RETRY_BACKOFF_MS");
   }
   return deepFreeze(config);
 }
+
+/** The characters Kafka allows in a topic name. */
+const TOPIC_NAME = /^[A-Za-z0-9._-]+$/;
 
 /**
  * A database name as Neo4j knows it: names are case-insensitive and Neo4j keeps them in lower case,
