@@ -25,6 +25,7 @@ import { governanceReport } from "../src/report.js";
 import { startService } from "../src/service.js";
 import { consumedTopics, topicNames } from "../src/topics.js";
 import { demoEventLog } from "../workload/demo-log.js";
+import { CONTROL_TERMINALS } from "../workload/generate.js";
 
 const { values: flags } = parseArgs({
   options: { "exit-after-report": { type: "boolean", default: false }, json: { type: "boolean", default: false } },
@@ -34,7 +35,8 @@ const say = (line: string) => process.stderr.write(`${line}\n`);
 async function main(): Promise<void> {
   const { useLocalStackUnlessConfigured } = await import("../stack/api.js");
   const onLocalStack = await useLocalStackUnlessConfigured(process.env, say);
-  const config = loadConfig(process.env);
+  // The demo's data has control terminals; the service has none unless told (TERMINAL_AGENT_IDS).
+  const config = loadConfig({ TERMINAL_AGENT_IDS: CONTROL_TERMINALS.join(","), ...process.env });
   // Progress and logs go to stderr: stdout carries only the report.
   const logger = createLogger(process.env.LOG_LEVEL ? config.logLevel : "warn", pino.destination(2));
   const names = topicNames(config.topics);

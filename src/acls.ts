@@ -1,4 +1,4 @@
-import { STREAMS, type TopicNames } from "./topics.js";
+import { STREAMS, type Stream, type TopicNames } from "./topics.js";
 
 /** One Kafka ACL the service's principal needs: allow `operations` on a resource. */
 export interface RequiredAcl {
@@ -20,13 +20,21 @@ export const READER_GROUP_PREFIX = "agent-graph-projector-reader-";
  * (CREATE_TOPICS_ON_START, the default) adds Create on the retry and dead-letter topics, and
  * AlterConfigs to raise their max.message.bytes to their source's (topic-limits.ts); scheduled
  * reconciliation (RECONCILE_INTERVAL_MS) adds the throwaway reader groups; FINDINGS_ENABLED=false drops
- * the findings topic. The table in docs/operations.md
- * ("Least privilege") is this list; test/int/secured grants exactly it and runs the service as that principal.
+ * the findings topic; group-scoped retry topics (RETRY_DLQ_TOPIC_SCOPE=group, the default) add Read on
+ * the old unscoped ones, which start-up drains after an upgrade (startup/legacy-topics.ts). The table in
+ * docs/operations.md ("Least privilege") is this list; test/int/secured grants exactly it and runs the
+ * service as that principal.
  */
 export function requiredAcls(
   names: TopicNames,
   groupId: string,
-  options: { readonly createTopics: boolean; readonly reconcile: boolean; readonly findings?: boolean },
+  options: {
+    readonly createTopics: boolean;
+    readonly reconcile: boolean;
+    readonly findings?: boolean;
+    /** The unscoped retry topics of an earlier release (topics.ts unscopedRetryNames), drained at start-up. */
+    readonly oldRetry?: Readonly<Record<Stream, string>> | undefined;
+  },
 ): RequiredAcl[] {
   const create = options.createTopics ? (["Create", "AlterConfigs"] as const) : [];
   return [
@@ -48,6 +56,17 @@ export function requiredAcls(
         why: "defer a record and read it back when due",
       }),
     ),
+    ...(options.oldRetry === undefined
+      ? []
+      : STREAMS.map(
+          (stream): RequiredAcl => ({
+            resource: "topic",
+            name: (options.oldRetry as Readonly<Record<Stream, string>>)[stream],
+            pattern: "literal",
+            operations: ["Read"],
+            why: "drain what an earlier release deferred under the unscoped name (only while that topic exists)",
+          }),
+        )),
     ...STREAMS.map(
       (stream): RequiredAcl => ({
         resource: "topic",

@@ -99,8 +99,22 @@ export const envSchema = z.object({
     .describe("Source topic of registry mutations (compacted)."),
   TOPIC_OUTCOME_CREATED: z.string().min(1).default("outcome-created").describe("Source topic of created outcomes."),
   TOPIC_ESCALATION_EDGE: z.string().min(1).default("escalation-edge").describe("Source topic of observed escalations."),
-  RETRY_TOPIC_SUFFIX: z.string().min(1).default(".retry").describe("Suffix naming each source topic's retry topic."),
-  DLQ_TOPIC_SUFFIX: z.string().min(1).default(".dlq").describe("Suffix naming each source topic's dead-letter topic."),
+  RETRY_TOPIC_SUFFIX: z
+    .string()
+    .min(1)
+    .default(".retry")
+    .describe("Suffix of each source topic's retry topic name (see `RETRY_DLQ_TOPIC_SCOPE`)."),
+  DLQ_TOPIC_SUFFIX: z
+    .string()
+    .min(1)
+    .default(".dlq")
+    .describe("Suffix of each source topic's dead-letter topic name (see `RETRY_DLQ_TOPIC_SCOPE`)."),
+  RETRY_DLQ_TOPIC_SCOPE: z
+    .enum(["group", "source"])
+    .default("group")
+    .describe(
+      "`group`: retry and dead-letter topics are `<source>.<CONSUMER_GROUP><suffix>`, so deployments on the same source topics (blue/green, staging on production topics) keep their deferred records and dead letters apart; `CONSUMER_GROUP` must then be a valid topic-name part (letters, digits, `.`, `_`, `-`). After an upgrade, start-up drains the old unscoped retry topics (docs/runbook.md). `source`: `<source><suffix>`, the names of earlier releases.",
+    ),
   TOPIC_GOVERNANCE_FINDINGS: z
     .string()
     .min(1)
@@ -114,8 +128,8 @@ export const envSchema = z.object({
   TENANTS: commaList("default")
     .refine((list) => list.length > 0, "needs at least one tenant")
     .describe("Comma list of `tenant` or `tenant=database`."),
-  TERMINAL_AGENT_IDS: commaList("os-agt-001,os-agt-004").describe(
-    "The control terminals of the reachability report and of the terminal-unreachable findings.",
+  TERMINAL_AGENT_IDS: commaList("").describe(
+    "The control terminals of the reachability report and of the terminal-unreachable findings, comma-separated. Empty (the default): reachability is not judged, so no terminal findings; `report` says no control terminals are configured (`null` in `--json`) and start-up logs a warning.",
   ),
   TOPIC_PARTITIONS: int(6, 1, 10_000).describe("Partitions of the topics `topics` (and start-up) creates."),
   TOPIC_REPLICATION_FACTOR: z.coerce
@@ -128,7 +142,7 @@ export const envSchema = z.object({
       "Replication of created topics. Unset: the cluster's `default.replication.factor` and `min.insync.replicas`; set: `min.insync.replicas` 2 (1 for one copy). Retry and dead-letter topics take their source topic's replication.",
     ),
   REGISTER_SCHEMAS: bool(false).describe(
-    "`true`: `run` registers our reader schemas and the findings schema (never changes a compatibility level); `false`: it only looks the findings schema up, and stops at start-up when it is not registered (run `schemas` once).",
+    "`true`: `run` also registers our reader schemas under the producers' subjects (never changes a compatibility level). The findings subject (`<TOPIC_GOVERNANCE_FINDINGS>-value`) is ours: `run` registers it when it is missing either way, and only looks up one that already holds our schema.",
   ),
   MIGRATE_ON_START: bool(true).describe(
     "`false`: a principal without DDL rights runs the service; `run` then only checks that the §6 constraints exist (`migrate` creates them).",
@@ -311,6 +325,8 @@ const configSchema = envSchema.transform((env) => ({
     escalationEdge: env.TOPIC_ESCALATION_EDGE,
     retrySuffix: env.RETRY_TOPIC_SUFFIX,
     dlqSuffix: env.DLQ_TOPIC_SUFFIX,
+    /** The consumer group the retry and dead-letter topics are named for; undefined: the source topic alone. */
+    scope: env.RETRY_DLQ_TOPIC_SCOPE === "group" ? env.CONSUMER_GROUP : undefined,
     findings: env.TOPIC_GOVERNANCE_FINDINGS,
     partitions: env.TOPIC_PARTITIONS,
     replicationFactor: env.TOPIC_REPLICATION_FACTOR,
@@ -383,11 +399,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (config.batch.backlogMaxRecords < config.batch.maxRecords) {
     throw new ConfigError("BACKLOG_BATCH_MAX_RECORDS", "must be at least BATCH_MAX_RECORDS");
   }
+  if (config.topics.scope !== undefined && !TOPIC_NAME.test(config.topics.scope)) {
+    throw new ConfigError(
+      "CONSUMER_GROUP",
+      `"${config.topics.scope}" names the retry and dead-letter topics (RETRY_DLQ_TOPIC_SCOPE=group), so it may hold only letters, digits, . _ -`,
+    );
+  }
   if (config.retry.backoffMaxMs < config.retry.backoffMs) {
     throw new ConfigError("RETRY_BACKOFF_MAX_MS", "must be at least RETRY_BACKOFF_MS");
   }
   return deepFreeze(config);
 }
+
+/** The characters Kafka allows in a topic name. */
+const TOPIC_NAME = /^[A-Za-z0-9._-]+$/;
 
 /**
  * A database name as Neo4j knows it: names are case-insensitive and Neo4j keeps them in lower case,

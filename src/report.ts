@@ -10,7 +10,8 @@ export interface GovernanceReport {
   readonly produced?: { readonly agentId: string; readonly rows: Record<string, unknown>[] };
   readonly undeclaredEscalations: Record<string, unknown>[];
   readonly declaredNeverExercised: Record<string, unknown>[];
-  readonly agentsWithoutReachableTerminal: Record<string, unknown>[];
+  /** null: no control terminals are configured (TERMINAL_AGENT_IDS), so reachability is not judged. */
+  readonly agentsWithoutReachableTerminal: Record<string, unknown>[] | null;
   readonly terminalIds: readonly string[];
 }
 
@@ -30,7 +31,10 @@ export async function governanceReport(
   const [undeclared, declared, unreachable, produced] = await Promise.all([
     graph.read(database, undeclaredEscalations(scoped), scope),
     graph.read(database, declaredNeverExercised(scoped), scope),
-    graph.read(database, agentsWithoutReachableTerminal(scoped), { ...scope, terminal_ids: [...terminalIds] }),
+    // Against no terminals every agent would be listed: a guess, not an answer.
+    terminalIds.length === 0
+      ? Promise.resolve(null)
+      : graph.read(database, agentsWithoutReachableTerminal(scoped), { ...scope, terminal_ids: [...terminalIds] }),
     agent
       ? graph.read(database, agentProduced(scoped), { ...scope, agent_id: agent.id, limit: agent.limit })
       : Promise.resolve(undefined),

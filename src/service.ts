@@ -9,6 +9,7 @@ import { startupScope } from "./startup/context.js";
 import { StartupError, StartupStopped } from "./startup/deadline.js";
 import { openEndpoints } from "./startup/endpoints.js";
 import { openGraph, prepareGraph } from "./startup/graph.js";
+import { drainOldRetryTopics } from "./startup/legacy-topics.js";
 import { type RunningService, serve } from "./startup/serve.js";
 import { prepareOwnTopics } from "./startup/topics.js";
 import { consumedTopics, topicNames } from "./topics.js";
@@ -46,8 +47,9 @@ export async function startService(
     const decoder = await connectRegistry(ctx, names, metrics);
     const kafka = await connectKafka(ctx, names);
     const maxMessageBytes = await prepareOwnTopics(ctx, kafka.admin, names, kafka.brokers);
-    const built = await buildConsumer(ctx, kafka, names, { metrics, decoder, graph, databases, maxMessageBytes });
-    return await serve(ctx, names, { metrics, endpoints, driver, graph, kafka, built });
+    const consumed = await drainOldRetryTopics(ctx, kafka.admin, names, kafka.brokers);
+    const built = await buildConsumer(ctx, kafka, consumed, { metrics, decoder, graph, databases, maxMessageBytes });
+    return await serve(ctx, consumed, { metrics, endpoints, driver, graph, kafka, built });
   } catch (error) {
     await scope.closeOpened();
     if (error instanceof StartupError || error instanceof StartupStopped) throw error;

@@ -13,26 +13,70 @@ export const STREAMS: readonly Stream[] = ["registry-mutation", "outcome-created
 /** Every topic the service reads or writes, derived once from the configuration. */
 export interface TopicNames {
   readonly source: Readonly<Record<Stream, string>>;
+  /** Where a deferred record waits: `<source>.<group><suffix>`, or `<source><suffix>` unscoped (RETRY_DLQ_TOPIC_SCOPE). */
   readonly retry: Readonly<Record<Stream, string>>;
   readonly deadLetter: Readonly<Record<Stream, string>>;
+  /**
+   * Unscoped retry topics of an earlier release that still hold records this group has not read
+   * (startup/legacy-topics.ts): consumed like the stream's retry topic, never written to.
+   */
+  readonly draining: Readonly<Partial<Record<Stream, string>>>;
   /** Where governance findings are published (adapters/kafka/finding-publisher.ts); ours, like retry and dead-letter. */
   readonly findings: string;
 }
 
-export function topicNames(topics: Config["topics"]): TopicNames {
+type TopicConfig = Pick<Config["topics"], "registryMutation" | "outcomeCreated" | "escalationEdge" | "findings"> & {
+  readonly retrySuffix: string;
+  readonly dlqSuffix: string;
+  /** The consumer group the retry and dead-letter topics are named for; undefined: the source topic alone. */
+  readonly scope?: string | undefined;
+};
+
+export function topicNames(topics: TopicConfig): TopicNames {
   const source: Record<Stream, string> = {
     "registry-mutation": topics.registryMutation,
     "outcome-created": topics.outcomeCreated,
     "escalation-edge": topics.escalationEdge,
   };
-  const derive = (suffix: string) =>
-    Object.fromEntries(STREAMS.map((stream) => [stream, `${source[stream]}${suffix}`])) as Record<Stream, string>;
   return {
     source,
-    retry: derive(topics.retrySuffix),
-    deadLetter: derive(topics.dlqSuffix),
+    retry: derivedNames(source, topics.retrySuffix, topics.scope),
+    deadLetter: derivedNames(source, topics.dlqSuffix, topics.scope),
+    draining: {},
     findings: topics.findings,
   };
+}
+
+function derivedNames(
+  source: Record<Stream, string>,
+  suffix: string,
+  scope: string | undefined,
+): Record<Stream, string> {
+  const infix = scope === undefined ? "" : `.${scope}`;
+  return Object.fromEntries(STREAMS.map((stream) => [stream, `${source[stream]}${infix}${suffix}`])) as Record<
+    Stream,
+    string
+  >;
+}
+
+/**
+ * The retry topics an earlier release used (`<source><suffix>`), when this configuration names its
+ * own after the group; undefined when they are the same topics.
+ */
+export function unscopedRetryNames(topics: TopicConfig): Readonly<Record<Stream, string>> | undefined {
+  if (topics.scope === undefined) return undefined;
+  return topicNames({ ...topics, scope: undefined }).retry;
+}
+
+/** The names with old unscoped retry topics to drain besides the stream's own (startup/legacy-topics.ts). */
+export function withDraining(names: TopicNames, draining: Readonly<Partial<Record<Stream, string>>>): TopicNames {
+  return { ...names, draining };
+}
+
+/** The topics a stream's deferred records are read back from: its retry topic, and an old one being drained. */
+export function retryTopicsOf(names: TopicNames, stream: Stream): string[] {
+  const draining = names.draining[stream];
+  return draining === undefined ? [names.retry[stream]] : [names.retry[stream], draining];
 }
 
 export interface TopicRole {
@@ -43,7 +87,7 @@ export interface TopicRole {
 export function roleOfTopic(names: TopicNames, topic: string): TopicRole | undefined {
   for (const stream of STREAMS) {
     if (names.source[stream] === topic) return { stream, role: "source" };
-    if (names.retry[stream] === topic) return { stream, role: "retry" };
+    if (names.retry[stream] === topic || names.draining[stream] === topic) return { stream, role: "retry" };
     if (names.deadLetter[stream] === topic) return { stream, role: "dead-letter" };
   }
   return undefined;
@@ -51,7 +95,7 @@ export function roleOfTopic(names: TopicNames, topic: string): TopicRole | undef
 
 /** The topics the consumer group subscribes to: the three sources and their retry topics. */
 export function consumedTopics(names: TopicNames): string[] {
-  return STREAMS.flatMap((stream) => [names.source[stream], names.retry[stream]]);
+  return STREAMS.flatMap((stream) => [names.source[stream], ...retryTopicsOf(names, stream)]);
 }
 
 /** The topics the service owns: each stream's retry and dead-letter topic. */

@@ -51,8 +51,10 @@ export async function runProjectors(
   extraEnv: Record<string, string> = {},
 ): Promise<RunResult> {
   const { config, admin, prefix, baseEnv, servers, events, counts, driver, database } = run;
+  const group = `${prefix}-${label}`;
   const runNames: TopicNames = topicNames({
     ...config.topics,
+    scope: config.topics.scope === undefined ? undefined : group,
     retrySuffix: `.retry-${label}`,
     dlqSuffix: `.dlq-${label}`,
   });
@@ -62,7 +64,6 @@ export async function runProjectors(
       (spec) => !Object.values(runNames.source).includes(spec.topic),
     ),
   );
-  const group = `${prefix}-${label}`;
   const env = {
     ...baseEnv,
     CONSUMER_GROUP: group,

@@ -44,6 +44,8 @@ export async function loadTopics(
 ): Promise<{ names: TopicNames; ids: Awaited<ReturnType<typeof registerSchemas>> }> {
   const names = topicNames({
     ...run.config.topics,
+    // Each load runs its projector in the group `<prefix>-<label>`, which names its retry and dead-letter topics.
+    scope: run.config.topics.scope === undefined ? undefined : `${run.prefix}-${label}`,
     registryMutation: `${run.prefix}-${label}.registry-mutation`,
     outcomeCreated: `${run.prefix}-${label}.outcome-created`,
     escalationEdge: `${run.prefix}-${label}.escalation-edge`,

@@ -87,6 +87,8 @@ export async function runCorrectness(ctx: CorrectnessContext, log: EventLog): Pr
       const tag = `${ctx.prefix}-c${n}`;
       const names = topicNames({
         ...ctx.config.topics,
+        // The projector's group below: its retry and dead-letter topics are named after it.
+        scope: ctx.config.topics.scope === undefined ? undefined : `${tag}-projector`,
         registryMutation: `${tag}.registry-mutation`,
         outcomeCreated: `${tag}.outcome-created`,
         escalationEdge: `${tag}.escalation-edge`,

@@ -1,10 +1,11 @@
 import { type Command, Option } from "commander";
 import type { Admin } from "kafkajs";
 import { createPrometheusMetrics } from "../adapters/metrics/prometheus.js";
-import { registeredFindingSchema } from "../adapters/registry/findings-subject.js";
+import { registeredFindingSchemaId } from "../adapters/registry/findings-subject.js";
 import type { Config } from "../config.js";
 import type { AppLogger } from "../logger.js";
 import { systemClock } from "../ports.js";
+import { redactUserinfo } from "../redact.js";
 import { connectKafka, connectRegistry } from "../startup/connect.js";
 import { type StartupContext, startupScope } from "../startup/context.js";
 import { openGraph, prepareGraph } from "../startup/graph.js";
@@ -75,7 +76,11 @@ async function checkNeo4j(ctx: StartupContext, rows: CheckRow[]): Promise<void> 
 async function checkRegistry(ctx: StartupContext, config: Config, names: TopicNames, rows: CheckRow[]): Promise<void> {
   try {
     await connectRegistry(ctx, names);
-    rows.push({ check: "registry", status: "ok", detail: `schema registry at ${config.registry.url} answers` });
+    rows.push({
+      check: "registry",
+      status: "ok",
+      detail: `schema registry at ${redactUserinfo(config.registry.url)} answers`,
+    });
   } catch (error) {
     rows.push(failedRow("registry", error, "registry", "registryUnreachable"));
     rows.push({ check: "findings subject", status: "skipped", detail: "the registry did not answer" });
@@ -86,18 +91,21 @@ async function checkRegistry(ctx: StartupContext, config: Config, names: TopicNa
     return;
   }
   try {
-    const id = await ctx.step(`schema registry at ${config.registry.url}`, () =>
-      registeredFindingSchema(config.registry, names.findings),
+    const id = await ctx.step(`schema registry at ${redactUserinfo(config.registry.url)}`, () =>
+      registeredFindingSchemaId(config.registry, names.findings),
     );
-    rows.push({ check: "findings subject", status: "ok", detail: `${names.findings}-value has our schema (id ${id})` });
-  } catch (error) {
-    const row = failedRow("findings subject", error, "registry", "subjectMissing");
-    // `run` registers it itself when it may.
     rows.push(
-      row.failure === "subjectMissing" && config.registerSchemas
-        ? { check: row.check, status: "ok", detail: `not registered yet; run registers it (REGISTER_SCHEMAS)` }
-        : row,
+      id === undefined
+        ? // The subject is ours: `run` registers it when it is missing (findings-subject.ts).
+          {
+            check: "findings subject",
+            status: "ok",
+            detail: `${names.findings}-value not registered yet; run registers it`,
+          }
+        : { check: "findings subject", status: "ok", detail: `${names.findings}-value has our schema (id ${id})` },
     );
+  } catch (error) {
+    rows.push(failedRow("findings subject", error, "registry", "subjectMissing"));
   }
 }
 

@@ -20,7 +20,11 @@ export const EXIT_CODES = {
   },
   topicsMissing: { code: 14, meaning: "`check`: a source, retry or dead-letter topic does not exist" },
   constraintsMissing: { code: 15, meaning: "`check`: the §6 constraints are not in place (run `migrate`)" },
-  subjectMissing: { code: 16, meaning: "`check`: the findings schema is not registered (run `schemas`)" },
+  subjectMissing: {
+    code: 16,
+    meaning:
+      "`check`: the registry refused the look-up of the findings subject (the detail says why; a missing subject passes: `run` registers it)",
+  },
 } as const satisfies Record<string, { code: number; meaning: string }>;
 
 export type ExitName = keyof typeof EXIT_CODES;

@@ -7,6 +7,9 @@ import { action, cliContext } from "./context.js";
 import { printRows } from "./output.js";
 import { integerIn } from "./parse.js";
 
+/** What the report says instead of a reachability verdict when there are no terminals to reach. */
+export const NO_TERMINALS = "no control terminals configured (TERMINAL_AGENT_IDS)";
+
 export function printReport(report: GovernanceReport, json: boolean): void {
   if (json) {
     process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
@@ -23,6 +26,10 @@ export function printReport(report: GovernanceReport, json: boolean): void {
     empty: "none",
   });
   printRows(report.declaredNeverExercised, { title: "Declared escalation paths never exercised", empty: "none" });
+  if (report.agentsWithoutReachableTerminal === null) {
+    process.stdout.write(`\nAgents without a declared path to a control terminal\n  ${NO_TERMINALS}\n`);
+    return;
+  }
   printRows(report.agentsWithoutReachableTerminal, {
     title: `Agents without a declared path to a control terminal (${report.terminalIds.join(", ")})`,
     empty: "none: every agent can reach a control terminal",

@@ -18,7 +18,7 @@ import {
   registerSchemas,
 } from "../adapters/registry/schema-registry.js";
 import { sharedDatabases } from "../config.js";
-import { roleOfTopic, STREAMS, topicNames } from "../topics.js";
+import { roleOfTopic, STREAMS, topicNames, unscopedRetryNames } from "../topics.js";
 import { action, cliContext } from "./context.js";
 import { printDocument, printRows } from "./output.js";
 import { integerIn } from "./parse.js";
@@ -131,6 +131,7 @@ export function registerSetup(program: Command): void {
           createTopics: config.createTopicsOnStart,
           reconcile: config.reconcileIntervalMs > 0,
           findings: config.findingsEnabled,
+          oldRetry: unscopedRetryNames(config.topics),
         });
         if (options.principal) {
           const principal = options.principal;

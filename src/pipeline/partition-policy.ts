@@ -1,7 +1,7 @@
 import { classify } from "../errors.js";
 import type { SourceRecord } from "../ports.js";
 import type { Stream, TopicRole } from "../topics.js";
-import { backoffMs, firstSeenOf, isDue, notBeforeOf } from "./retry.js";
+import { backoffMs, firstSeenOf, isDue, retryEnvelope } from "./retry.js";
 
 /**
  * The rules a consumed partition follows, free of Kafka: how a fetched batch is cut into
@@ -100,14 +100,16 @@ export interface DueSplit {
  * it and everything after it, so that a partition's records are never applied out of their order.
  */
 export function splitDue(records: readonly SourceRecord[], now: number): DueSplit {
-  const notDue = records.findIndex((record) => !isDue(record.headers, now));
-  if (notDue < 0) return { due: records };
-  const head = records[notDue] as SourceRecord;
-  return {
-    due: records.slice(0, notDue),
-    waitUntil: notBeforeOf(head.headers) as number,
-    oldestFirstSeen: firstSeenOf(head.headers, now),
-  };
+  for (const [i, record] of records.entries()) {
+    const envelope = retryEnvelope(record.headers);
+    if (!isDue(envelope, now))
+      return {
+        due: records.slice(0, i),
+        waitUntil: envelope.notBefore as number,
+        oldestFirstSeen: firstSeenOf(envelope, now),
+      };
+  }
+  return { due: records };
 }
 
 /** How long to pause a retry partition whose head record falls due at `waitUntil`. */

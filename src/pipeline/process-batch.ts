@@ -18,8 +18,15 @@ import {
 } from "../ports.js";
 import { recordedFindings } from "../projection/findings.js";
 import type { Indexed } from "../projection/plan.js";
-import { HEADER, headerString, type Stream } from "../topics.js";
-import { backoffMs, decideDeferral, decodeMark, nextDeferral, type RetryPolicy } from "./retry.js";
+import type { Stream } from "../topics.js";
+import {
+  backoffMs,
+  decideDeferral,
+  nextDeferral,
+  type RetryEnvelope,
+  type RetryPolicy,
+  retryEnvelope,
+} from "./retry.js";
 import { type EventOf, STREAM_RULES, type StreamRules, toEvent } from "./stream-rules.js";
 
 export type { RetryPolicy } from "./retry.js";
@@ -81,9 +88,10 @@ export async function processBatch<S extends Stream>(
   const byDatabase = new Map<string, Indexed<EventOf<S>>[]>();
 
   const decoded = await Promise.all(records.map((record) => toEvent(stream, record, deps)));
+  const envelopes = records.map((record) => retryEnvelope(record.headers));
   // Read before any transaction of this batch runs: a record past its window is dead-lettered only if
   // the upstream had been applied up to its mark before the attempt that failed (retry.ts).
-  const marked = records.some((record) => headerString(record.headers, HEADER.upstreamMark) !== undefined);
+  const marked = envelopes.some((envelope) => envelope.mark !== undefined);
   const committedAtStart = marked && deps.upstream ? await deps.upstream.committed(stream) : undefined;
   const retryEndsAtStart = marked && deps.upstream ? await deps.upstream.retryEnds(stream) : undefined;
   decoded.forEach((result, i) => {
@@ -93,9 +101,7 @@ export async function processBatch<S extends Stream>(
     }
     const database = deps.databases.get(result.tenant_id) as string;
     const events = byDatabase.get(database) ?? [];
-    // A record that went through the retry or dead-letter topic names its source; it is late.
-    const late = headerString((records[i] as SourceRecord).headers, HEADER.sourceOffset) !== undefined;
-    events.push({ i, event: result, late });
+    events.push({ i, event: result, late: (envelopes[i] as RetryEnvelope).late });
     byDatabase.set(database, events);
   });
 
@@ -112,13 +118,14 @@ export async function processBatch<S extends Stream>(
   for (const [i, record] of records.entries()) {
     let fate = fates.get(i) ?? deadLettered("invalid-field", "no statement produced a result for this record");
     if (fate.kind === "deferred") {
-      const { attempt, firstSeen, notBefore } = nextDeferral(record.headers, started, deps.retry);
+      const envelope = envelopes[i] as RetryEnvelope;
+      const { attempt, firstSeen, notBefore } = nextDeferral(envelope, started, deps.retry);
       const decision = decideDeferral({
         attempt,
         firstSeen,
         now: started,
         // Without the upstream's position there is nothing to wait for: the window alone decides.
-        mark: deps.upstream ? decodeMark(headerString(record.headers, HEADER.upstreamMark)) : undefined,
+        mark: deps.upstream ? envelope.mark : undefined,
         committedAtStart,
         retryEndsAtStart,
         policy: deps.retry,

@@ -1,5 +1,5 @@
 import type { UpstreamMark } from "../ports.js";
-import { HEADER, headerNumber, type Stream } from "../topics.js";
+import { HEADER, headerNumber, headerString, type Stream } from "../topics.js";
 
 /**
  * Every retry the projector makes, in one place: the backoff they all wait by (deferred records,
@@ -38,18 +38,41 @@ export function deferralDelayMs(attempt: number, policy: RetryPolicy): number {
 
 type Headers = Readonly<Record<string, Buffer | undefined>>;
 
-/** When a record read from a retry topic falls due; a record without the header is due at once. */
-export function notBeforeOf(headers: Headers): number | undefined {
-  return headerNumber(headers, HEADER.notBefore);
+/**
+ * What a record's headers say about its way through the retry topics, decoded once (retryEnvelope)
+ * and read by every decision about it: whether it is due, its next deferral, its window's verdict.
+ */
+export interface RetryEnvelope {
+  /** How often it was deferred before: 0 for a record from its source topic. */
+  readonly attempts: number;
+  /** When it falls due; undefined: at once. */
+  readonly notBefore: number | undefined;
+  /** When it was first deferred; undefined: never. */
+  readonly firstSeen: number | undefined;
+  /** The upstream mark taken when its window ran out (decideDeferral); an unreadable one counts as none. */
+  readonly mark: UpstreamMark | undefined;
+  /** It names a source record: a late copy, come through a retry or dead-letter topic. */
+  readonly late: boolean;
 }
 
-export function isDue(headers: Headers, now: number): boolean {
-  return (notBeforeOf(headers) ?? 0) <= now;
+export function retryEnvelope(headers: Headers): RetryEnvelope {
+  return {
+    attempts: headerNumber(headers, HEADER.attempt) ?? 0,
+    notBefore: headerNumber(headers, HEADER.notBefore),
+    firstSeen: headerNumber(headers, HEADER.firstSeen),
+    mark: decodeMark(headerString(headers, HEADER.upstreamMark)),
+    late: headers[HEADER.sourceOffset] !== undefined,
+  };
 }
 
-/** When a record was first deferred; one never deferred (or without the header) counts as first seen `now`. */
-export function firstSeenOf(headers: Headers, now: number): number {
-  return headerNumber(headers, HEADER.firstSeen) ?? now;
+/** Whether a record read from a retry topic is due; one without a not-before time is due at once. */
+export function isDue(envelope: RetryEnvelope, now: number): boolean {
+  return (envelope.notBefore ?? 0) <= now;
+}
+
+/** When a record was first deferred; one never deferred counts as first seen `now`. */
+export function firstSeenOf(envelope: RetryEnvelope, now: number): number {
+  return envelope.firstSeen ?? now;
 }
 
 /**
@@ -57,12 +80,12 @@ export function firstSeenOf(headers: Headers, now: number): number {
  * it was first deferred, and when it falls due.
  */
 export function nextDeferral(
-  headers: Headers,
+  envelope: RetryEnvelope,
   now: number,
   policy: RetryPolicy,
 ): { attempt: number; firstSeen: number; notBefore: number } {
-  const attempt = (headerNumber(headers, HEADER.attempt) ?? 0) + 1;
-  return { attempt, firstSeen: firstSeenOf(headers, now), notBefore: now + deferralDelayMs(attempt, policy) };
+  const attempt = envelope.attempts + 1;
+  return { attempt, firstSeen: firstSeenOf(envelope, now), notBefore: now + deferralDelayMs(attempt, policy) };
 }
 
 export type DeferralDecision =

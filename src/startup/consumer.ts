@@ -63,6 +63,11 @@ export async function buildConsumer(
     logger,
   });
 
+  if (config.terminalAgentIds.length === 0)
+    logger.warn(
+      {},
+      "no control terminals configured (TERMINAL_AGENT_IDS): reachability is not judged, no terminal-unreachable findings",
+    );
   const findings = config.findingsEnabled
     ? await buildFindingPublisher(ctx, names, parts, producer)
     : noFindingPublisher;
@@ -132,7 +137,7 @@ async function buildFindingPublisher(
   producer: Producer,
 ): Promise<FindingPublisher> {
   const { config, logger } = ctx;
-  // Registering needs write access to the registry, which REGISTER_SCHEMAS=false says we may not have.
+  // The findings subject is ours: registered here when missing, whatever REGISTER_SCHEMAS says.
   const subject = findingsSubject(names.findings);
   const schemaId = await ctx.step(
     `schema registry at ${redactUserinfo(config.registry.url)} (subject ${subject})`,

@@ -44,6 +44,8 @@ export function testEnv(prefix: string, extra: Record<string, string> = {}): Rec
     LAG_REFRESH_MS: "1000",
     RETRY_BACKOFF_MS: "100",
     RETRY_BACKOFF_MAX_MS: "1000",
+    // The generated workloads' control terminals (workload/generate.ts); the service has none by default.
+    TERMINAL_AGENT_IDS: "os-agt-001,os-agt-004",
     ...extra,
   };
 }

@@ -5,6 +5,12 @@ import { describe, expect, it } from "vitest";
 import { CONFIG_KEYS, ConfigError, loadConfig, sharedDatabases } from "../../src/config.js";
 
 describe("loadConfig", () => {
+  it("a consumer group that cannot be part of a topic name is fine once the topics are named after the source", () => {
+    expect(loadConfig({ CONSUMER_GROUP: "team/projector", RETRY_DLQ_TOPIC_SCOPE: "source" }).kafka.group).toBe(
+      "team/projector",
+    );
+  });
+
   it("has a default for everything a local run needs, and freezes the result", () => {
     const config = loadConfig({});
     expect(config.kafka.brokers).toEqual(["127.0.0.1:9092"]);
@@ -18,7 +24,12 @@ describe("loadConfig", () => {
     expect(config.metrics.port).toBe(9464);
     expect(config.metrics.host).toBe("127.0.0.1");
     expect(config.tenants).toEqual([{ tenantId: "default", database: "neo4j" }]);
-    expect(config.terminalAgentIds).toEqual(["os-agt-001", "os-agt-004"]);
+    // No demo data: a deployment names its own control terminals, or has none.
+    expect(config.terminalAgentIds).toEqual([]);
+    expect(loadConfig({ TERMINAL_AGENT_IDS: "a-agt-1, b-agt-2" }).terminalAgentIds).toEqual(["a-agt-1", "b-agt-2"]);
+    expect(config.topics.scope).toBe("agent-graph-projector");
+    expect(loadConfig({ CONSUMER_GROUP: "blue" }).topics.scope).toBe("blue");
+    expect(loadConfig({ RETRY_DLQ_TOPIC_SCOPE: "source" }).topics.scope).toBeUndefined();
     expect(config.findingsEnabled).toBe(true);
     expect(loadConfig({ FINDINGS_ENABLED: "false" }).findingsEnabled).toBe(false);
     expect(Object.isFrozen(config.kafka)).toBe(true);
@@ -34,6 +45,8 @@ describe("loadConfig", () => {
     ["BATCH_MAX_RECORDS", "0"],
     ["KAFKA_SSL", "maybe"],
     ["FINDINGS_ENABLED", "sometimes"],
+    ["RETRY_DLQ_TOPIC_SCOPE", "tenant"],
+    ["CONSUMER_GROUP", "team/projector"],
   ])("names the bad key: %s=%s", (key, value) => {
     expect(() => loadConfig({ [key]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [key]: value })).toThrow(new RegExp(`^${key}: `));

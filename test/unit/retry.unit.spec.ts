@@ -8,7 +8,7 @@ import {
   firstSeenOf,
   isDue,
   nextDeferral,
-  notBeforeOf,
+  retryEnvelope,
   upstreamReached,
 } from "../../src/pipeline/retry.js";
 import { HEADER } from "../../src/topics.js";
@@ -91,10 +91,12 @@ describe("the backoff", () => {
 
 describe("attempts and due times of retry records", () => {
   const headers = (entries: Record<string, number>) =>
-    Object.fromEntries(Object.entries(entries).map(([name, value]) => [name, Buffer.from(String(value))]));
+    retryEnvelope(
+      Object.fromEntries(Object.entries(entries).map(([name, value]) => [name, Buffer.from(String(value))])),
+    );
 
   it("starts a record from its source topic at attempt 1, first seen now", () => {
-    expect(nextDeferral({}, 10_000, policy)).toEqual({ attempt: 1, firstSeen: 10_000, notBefore: 10_500 });
+    expect(nextDeferral(headers({}), 10_000, policy)).toEqual({ attempt: 1, firstSeen: 10_000, notBefore: 10_500 });
   });
 
   it("counts the attempts a record from the retry topic already had, and keeps when it was first seen", () => {
@@ -105,9 +107,48 @@ describe("attempts and due times of retry records", () => {
 
   it("is due from its not-before time on; without one, at once", () => {
     const deferred = headers({ [HEADER.notBefore]: 9_000 });
-    expect(notBeforeOf(deferred)).toBe(9_000);
+    expect(deferred.notBefore).toBe(9_000);
     expect(isDue(deferred, 8_999)).toBe(false);
     expect(isDue(deferred, 9_000)).toBe(true);
-    expect(isDue({}, 0)).toBe(true);
+    expect(isDue(headers({}), 0)).toBe(true);
+  });
+});
+
+describe("retryEnvelope", () => {
+  const text = (entries: Record<string, string>) =>
+    Object.fromEntries(Object.entries(entries).map(([name, value]) => [name, Buffer.from(value)]));
+
+  it("decodes a record's retry headers once: attempts, due time, first deferral, mark, and whether it is late", () => {
+    const mark = { "reg/0": 10, "reg.retry/1": 3 };
+    expect(
+      retryEnvelope(
+        text({
+          [HEADER.attempt]: "4",
+          [HEADER.notBefore]: "9000",
+          [HEADER.firstSeen]: "1000",
+          [HEADER.upstreamMark]: encodeMark(mark),
+          [HEADER.sourceTopic]: "out",
+          [HEADER.sourceOffset]: "17",
+        }),
+      ),
+    ).toEqual({ attempts: 4, notBefore: 9000, firstSeen: 1000, mark, late: true });
+  });
+
+  it("reads a record straight from its source as never deferred, due at once, not late", () => {
+    expect(retryEnvelope({})).toEqual({
+      attempts: 0,
+      notBefore: undefined,
+      firstSeen: undefined,
+      mark: undefined,
+      late: false,
+    });
+  });
+
+  it("counts unreadable numbers and marks as absent", () => {
+    const envelope = retryEnvelope(
+      text({ [HEADER.attempt]: "many", [HEADER.notBefore]: "soon", [HEADER.upstreamMark]: "{not json" }),
+    );
+    expect(envelope).toMatchObject({ attempts: 0, notBefore: undefined, mark: undefined });
+    expect(isDue(envelope, 0)).toBe(true);
   });
 });
