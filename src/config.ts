@@ -81,6 +81,8 @@ const envSchema = z.object({
   TOPIC_GOVERNANCE_FINDINGS: z.string().min(1).default("governance-findings"),
   // Off: no findings are judged, recorded or published — no findings topic, subject or write access to them.
   FINDINGS_ENABLED: bool(true),
+  // How often `run` publishes whatever findings the graph holds unpublished, asked for by no commit.
+  FINDINGS_SWEEP_INTERVAL_MS: int(30_000, 500, 3_600_000),
   TENANTS: commaList("default").refine((list) => list.length > 0, "needs at least one tenant"),
   TERMINAL_AGENT_IDS: commaList("os-agt-001,os-agt-004"),
   TOPIC_PARTITIONS: int(6, 1, 10_000),
@@ -211,6 +213,7 @@ const configSchema = envSchema.transform((env) => ({
   }),
   terminalAgentIds: env.TERMINAL_AGENT_IDS,
   findingsEnabled: env.FINDINGS_ENABLED,
+  findingsSweepIntervalMs: env.FINDINGS_SWEEP_INTERVAL_MS,
   metrics: { port: env.METRICS_PORT, host: env.METRICS_HOST },
   logLevel: env.LOG_LEVEL,
   batch: {

@@ -92,8 +92,10 @@ export async function serve(
   health.start(READY_CHECK_MS);
   ctx.opened(async () => health.stop());
 
-  // What an earlier run committed and did not get to publish (a crash between the two) goes out now.
+  // What an earlier run committed and did not get to publish (a crash between the two) goes out now;
+  // what a commit leaves unpublished without asking, within an interval (stop() ends the sweep).
   built.findings.recorded();
+  built.findings.sweepEvery(config.findingsSweepIntervalMs);
   await ctx.step(brokers, () => hold.start());
   ctx.opened(() => consumer.stop());
   await ctx.step(`${brokers} (joining group ${config.kafka.group})`, () => consumer.start());

@@ -21,6 +21,7 @@ describe("loadConfig", () => {
     expect(config.terminalAgentIds).toEqual(["os-agt-001", "os-agt-004"]);
     expect(config.findingsEnabled).toBe(true);
     expect(loadConfig({ FINDINGS_ENABLED: "false" }).findingsEnabled).toBe(false);
+    expect(config.findingsSweepIntervalMs).toBe(30_000);
     expect(Object.isFrozen(config.kafka)).toBe(true);
   });
 
@@ -34,6 +35,7 @@ describe("loadConfig", () => {
     ["BATCH_MAX_RECORDS", "0"],
     ["KAFKA_SSL", "maybe"],
     ["FINDINGS_ENABLED", "sometimes"],
+    ["FINDINGS_SWEEP_INTERVAL_MS", "0"],
   ])("names the bad key: %s=%s", (key, value) => {
     expect(() => loadConfig({ [key]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [key]: value })).toThrow(new RegExp(`^${key}: `));
