@@ -87,13 +87,20 @@ function operators(plan: { operatorType: string; children: unknown[] }): string[
   return [plan.operatorType.replace(/@.*/, ""), ...plan.children.flatMap((c) => operators(c as typeof plan))];
 }
 
-async function timeQuery(open: boolean): Promise<string> {
+/**
+ * The listing without its resolution lookup (every finding unresolved): what reading, sorting and
+ * pulling the rows costs alone, the floor the lookup adds to.
+ */
+const FLOOR = LIST_FINDINGS.replace(/EXISTS \{[^\n]*\}\) \}/, "false");
+if (FLOOR === LIST_FINDINGS) throw new Error("LIST_FINDINGS has no EXISTS { … } to take out");
+
+async function timeQuery(open: boolean, cypher = LIST_FINDINGS): Promise<string> {
   const times: number[] = [];
   let rows = 0;
   for (let i = 0; i < RUNS; i++) {
     const started = performance.now();
     try {
-      rows = (await graph.read(env.database, LIST_FINDINGS, { tenant: TENANT, open })).length;
+      rows = (await graph.read(env.database, cypher, { tenant: TENANT, open })).length;
     } catch (error) {
       return `stopped after ${((performance.now() - started) / 1000).toFixed(1)} s (${String(error).slice(0, 80)})`;
     }
@@ -131,9 +138,25 @@ function timeCli(open: boolean): string {
   return `${seconds} s (${listed} listed; process start-up included)`;
 }
 
+const dbHits = (plan: { dbHits: number; children: unknown[] }): number =>
+  plan.dbHits + plan.children.reduce((sum: number, child) => sum + dbHits(child as typeof plan), 0);
+
 async function measure(layout: string): Promise<void> {
   const explained = await run(`EXPLAIN ${LIST_FINDINGS}`, { tenant: TENANT, open: true });
   process.stdout.write(`\n== ${layout}\nplan: ${operators(explained.summary.plan as never).join(" < ")}\n`);
+  const profiled = await driver
+    .executeQuery(
+      `PROFILE ${LIST_FINDINGS}`,
+      { tenant: TENANT, open: false },
+      {
+        database: env.database,
+        transactionConfig: { timeout: TIMEOUT_MS },
+      },
+    )
+    .then((result) => String(dbHits(result.summary.profile as never)))
+    .catch(() => `stopped at ${TIMEOUT_MS / 1000} s`);
+  process.stdout.write(`db hits (findings, PROFILE): ${profiled}\n`);
+  process.stdout.write(`${"floor".padEnd(16)} query ${await timeQuery(false, FLOOR)}\n`);
   for (const open of [false, true]) {
     const name = open ? "findings --open" : "findings";
     process.stdout.write(`${name.padEnd(16)} query ${await timeQuery(open)}\n`);
