@@ -125,6 +125,9 @@ export const envSchema = z.object({
   FINDINGS_ENABLED: bool(true).describe(
     "`false`: no finding is judged, recorded or published; `run` needs no findings topic, subject or ACL, and `topics`, `schemas` and `acls` leave them out.",
   ),
+  FINDINGS_SWEEP_INTERVAL_MS: int(30_000, 500, 3_600_000).describe(
+    "How often `run` publishes any finding the graph holds unpublished that no commit asked for (a transaction whose answer was lost, the end of a stop's drain).",
+  ),
   TENANTS: commaList("default")
     .refine((list) => list.length > 0, "needs at least one tenant")
     .describe("Comma list of `tenant` or `tenant=database`."),
@@ -341,6 +344,7 @@ const configSchema = envSchema.transform((env) => ({
   }),
   terminalAgentIds: env.TERMINAL_AGENT_IDS,
   findingsEnabled: env.FINDINGS_ENABLED,
+  findingsSweepIntervalMs: env.FINDINGS_SWEEP_INTERVAL_MS,
   metrics: { port: env.METRICS_PORT, host: env.METRICS_HOST },
   logLevel: env.LOG_LEVEL,
   batch: {

@@ -185,6 +185,11 @@ export interface DecoderMetrics {
 export interface FindingMetrics {
   /** Findings in the graph not yet published, per tenant, as the publisher last counted them. */
   setUnpublishedFindings(byTenant: ReadonlyMap<string, number>): void;
+  /**
+   * When (`detected_at`, epoch ms, Neo4j's clock) the oldest unpublished finding of each tenant was
+   * recorded, as the publisher last counted; a tenant left out has none waiting.
+   */
+  setOldestUnpublishedFinding(detectedAtByTenant: ReadonlyMap<string, number>): void;
 }
 
 /** Why a consumed partition is paused: see pipeline/partition-policy.ts. */

@@ -46,11 +46,12 @@ ORDER BY f.detected_at, f.finding_id
 LIMIT toInteger($limit)
 `;
 
-/** How many findings wait to be published, per tenant (the publisher's gauge). */
+/** How many findings wait to be published per tenant, and since when (the publisher's gauges). */
 export const UNPUBLISHED_COUNTS = `
 MATCH (f:Finding)
 WHERE f.published = false
-RETURN f.tenant_id AS tenant_id, count(*) AS unpublished
+WITH f.tenant_id AS tenant_id, count(*) AS unpublished, min(f.detected_at) AS oldest
+RETURN tenant_id, unpublished, oldest.epochMillis AS oldest_detected_at
 `;
 
 /** Marks published findings; a finding another instance published meanwhile is marked again, harmlessly. */

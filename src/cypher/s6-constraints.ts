@@ -10,12 +10,15 @@
  * Finding.published, by which the publisher finds and counts the few findings not yet published after
  * every batch that recorded some: without it each look scanned every finding ever recorded, a cost
  * that grew with the graph (under the bench's steady load of undeclared escalations, Neo4j's CPU fell
- * from 178 to 153 s with the index). Indexes are not verified with MIGRATE_ON_START=false: without them
- * the writes are right, only slower.
+ * from 178 to 153 s with the index). And one on Finding.resolves, by which `findings` asks of each
+ * finding whether a resolution answers it (LIST_FINDINGS): without it each finding scanned every
+ * finding, and the listing grew with the square of their number (bench/findings-list.ts). Indexes are
+ * not verified with MIGRATE_ON_START=false: without them the writes are right, only slower.
  */
 const FINDING_SOURCE_INDEX =
   "CREATE INDEX finding_tenant_source IF NOT EXISTS FOR (f:Finding) ON (f.tenant_id, f.source_agent_id)";
 const FINDING_PUBLISHED_INDEX = "CREATE INDEX finding_published IF NOT EXISTS FOR (f:Finding) ON (f.published)";
+const FINDING_RESOLVES_INDEX = "CREATE INDEX finding_resolves IF NOT EXISTS FOR (f:Finding) ON (f.resolves)";
 
 export const CONSTRAINTS: readonly string[] = [
   "CREATE CONSTRAINT agent_agent_id IF NOT EXISTS FOR (a:Agent) REQUIRE a.agent_id IS UNIQUE",
@@ -26,6 +29,7 @@ export const CONSTRAINTS: readonly string[] = [
   "CREATE CONSTRAINT finding_finding_id IF NOT EXISTS FOR (f:Finding) REQUIRE f.finding_id IS UNIQUE",
   FINDING_SOURCE_INDEX,
   FINDING_PUBLISHED_INDEX,
+  FINDING_RESOLVES_INDEX,
 ];
 
 export const CONSTRAINT_NAMES: readonly string[] = [
@@ -51,6 +55,7 @@ export const TENANT_CONSTRAINTS: readonly string[] = [
   "CREATE CONSTRAINT finding_tenant_finding_id IF NOT EXISTS FOR (f:Finding) REQUIRE (f.tenant_id, f.finding_id) IS UNIQUE",
   FINDING_SOURCE_INDEX,
   FINDING_PUBLISHED_INDEX,
+  FINDING_RESOLVES_INDEX,
 ];
 
 export const TENANT_CONSTRAINT_NAMES: readonly string[] = [

@@ -2,6 +2,7 @@ import type { Admin } from "kafkajs";
 import type { Driver } from "neo4j-driver";
 import { createHealth } from "../adapters/http/health.js";
 import type { ProjectorConsumer } from "../adapters/kafka/consumer.js";
+import type { FindingPublisher } from "../adapters/kafka/finding-publisher.js";
 import { createTopicReader } from "../adapters/kafka/read-topic.js";
 import { createLagGauges } from "../adapters/metrics/lag-gauges.js";
 import type { PrometheusMetrics } from "../adapters/metrics/prometheus.js";
@@ -22,6 +23,8 @@ export interface RunningService {
   readonly metrics: PrometheusMetrics;
   readonly consumer: ProjectorConsumer;
   readonly metricsPort: number;
+  /** The findings outbox's publisher (tests wait for its rounds with idle()). */
+  readonly findings: FindingPublisher;
   /** Resolves when the service stopped, by stop() or by a fatal error (then it rejects). */
   readonly done: Promise<void>;
   stop(reason?: string): Promise<void>;
@@ -92,8 +95,10 @@ export async function serve(
   health.start(READY_CHECK_MS);
   ctx.opened(async () => health.stop());
 
-  // What an earlier run committed and did not get to publish (a crash between the two) goes out now.
+  // What an earlier run committed and did not get to publish (a crash between the two) goes out now;
+  // what a commit leaves unpublished without asking, within an interval (stop() ends the sweep).
   built.findings.recorded();
+  built.findings.sweepEvery(config.findingsSweepIntervalMs);
   await ctx.step(brokers, () => hold.start());
   ctx.opened(() => consumer.stop());
   await ctx.step(`${brokers} (joining group ${config.kafka.group})`, () => consumer.start());
@@ -159,5 +164,5 @@ function running(
     return stopping;
   }
 
-  return { metrics, consumer, metricsPort: endpoints.metricsPort, done, stop };
+  return { metrics, consumer, metricsPort: endpoints.metricsPort, findings: built.findings, done, stop };
 }

@@ -32,6 +32,7 @@ describe("loadConfig", () => {
     expect(loadConfig({ RETRY_DLQ_TOPIC_SCOPE: "source" }).topics.scope).toBeUndefined();
     expect(config.findingsEnabled).toBe(true);
     expect(loadConfig({ FINDINGS_ENABLED: "false" }).findingsEnabled).toBe(false);
+    expect(config.findingsSweepIntervalMs).toBe(30_000);
     expect(Object.isFrozen(config.kafka)).toBe(true);
   });
 
@@ -47,6 +48,7 @@ describe("loadConfig", () => {
     ["FINDINGS_ENABLED", "sometimes"],
     ["RETRY_DLQ_TOPIC_SCOPE", "tenant"],
     ["CONSUMER_GROUP", "team/projector"],
+    ["FINDINGS_SWEEP_INTERVAL_MS", "0"],
   ])("names the bad key: %s=%s", (key, value) => {
     expect(() => loadConfig({ [key]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [key]: value })).toThrow(new RegExp(`^${key}: `));

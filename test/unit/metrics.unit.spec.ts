@@ -140,4 +140,19 @@ describe("Prometheus metrics", () => {
     expect(await sample(metrics.registry.metrics(), series(1))).toBeUndefined();
     expect(await sample(metrics.registry.metrics(), series(0))).toBe(0);
   });
+
+  it("ages each tenant's oldest unpublished finding at scrape time: 0 for a served tenant with none waiting", async () => {
+    let now = 100_000;
+    const metrics = createPrometheusMetrics({ version: "x", tenants: ["default", "acme"] }, () => now);
+    const series = (tenant: string) => `agp_findings_oldest_unpublished_seconds{tenant="${tenant}"}`;
+    expect(await sample(metrics.registry.metrics(), series("default"))).toBe(0);
+    metrics.setOldestUnpublishedFinding(new Map([["acme", 70_000]]));
+    expect(await sample(metrics.registry.metrics(), series("acme"))).toBe(30);
+    expect(await sample(metrics.registry.metrics(), series("default"))).toBe(0);
+    // Still waiting, a later scrape: older, though the publisher has not counted again.
+    now = 160_000;
+    expect(await sample(metrics.registry.metrics(), series("acme"))).toBe(90);
+    metrics.setOldestUnpublishedFinding(new Map());
+    expect(await sample(metrics.registry.metrics(), series("acme"))).toBe(0);
+  });
 });

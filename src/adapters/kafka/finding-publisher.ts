@@ -23,6 +23,12 @@ const LINGER_MS = 250;
 export interface FindingPublisher {
   /** A committed transaction recorded findings (or start-up sweeps): publish what is unpublished. */
   recorded(): void;
+  /**
+   * Sweeps every outbox every `intervalMs` until stop(), as if a commit had asked: a finding whose
+   * commit never asked (its answer lost and the retry found it there, or committed as a stop ended
+   * the rounds) goes out within an interval, not at the next finding or start.
+   */
+  sweepEvery(intervalMs: number): void;
   /** Resolves when nothing is being published (tests, shutdown). */
   idle(): Promise<void>;
   /**
@@ -31,8 +37,9 @@ export interface FindingPublisher {
    */
   sweep(): Promise<number>;
   /**
-   * No new rounds; waits a few seconds for the one in flight, not for its backoff. Unpublished
-   * findings stay in the graph for the next start's sweep.
+   * No new requests, sweeps or retries; a round asked for before the stop (a stop's drain commits
+   * findings) still makes its one attempt. Waits a few seconds for it, not for a backoff. What is left
+   * unpublished stays in the graph for another instance's sweep or the next start.
    */
   stop(): Promise<void>;
 }
@@ -40,6 +47,7 @@ export interface FindingPublisher {
 /** FINDINGS_ENABLED=false: nothing is recorded, so there is nothing to publish. */
 export const noFindingPublisher: FindingPublisher = {
   recorded: () => {},
+  sweepEvery: () => {},
   idle: async () => {},
   sweep: async () => 0,
   stop: async () => {},
@@ -68,7 +76,8 @@ export function findingOutboxes(tenants: readonly TenantRoute[]): FindingOutbox[
  * Several instances may send the same finding; a consumer deduplicates by `finding_id`.
  * One round at a time, starting LINGER_MS after it was asked for; a request during a round runs another
  * after it. A failed round is tried again with a growing wait, since a finding must not stay behind
- * because Kafka was away for a while.
+ * because Kafka was away for a while. The periodic sweep asks for rounds the same way, so it never
+ * publishes beside a commit's round.
  */
 export function createFindingPublisher(deps: {
   readonly graph: GraphWriter;
@@ -88,6 +97,7 @@ export function createFindingPublisher(deps: {
   let lingering = false;
   let again = false;
   let stopped = false;
+  let ticker: NodeJS.Timeout | undefined;
 
   async function publishPage({ database, scoped }: FindingOutbox): Promise<number> {
     const rows = await deps.graph.read(database, UNPUBLISHED_FINDINGS, { limit: PAGE });
@@ -115,10 +125,11 @@ export function createFindingPublisher(deps: {
     let total = 0;
     for (const outbox of deps.outboxes) {
       let published = 0;
-      for (let page = PAGE; page === PAGE && !stopped; ) {
+      let page: number;
+      do {
         page = await publishPage(outbox);
         published += page;
-      }
+      } while (page === PAGE && !stopped);
       if (published > 0) deps.logger.info({ database: outbox.database, published }, "findings published");
       total += published;
     }
@@ -128,38 +139,54 @@ export function createFindingPublisher(deps: {
   /** Counts what is left to publish; when the graph does not answer, the gauge keeps its last count. */
   async function countUnpublished(metrics: FindingMetrics): Promise<void> {
     const byTenant = new Map<string, number>();
+    const oldest = new Map<string, number>();
     try {
       for (const { database } of deps.outboxes)
         for (const row of await deps.graph.read(database, UNPUBLISHED_COUNTS, {})) {
           const tenant = String(row.tenant_id);
           byTenant.set(tenant, (byTenant.get(tenant) ?? 0) + Number(row.unpublished));
+          const detectedAt = Number(row.oldest_detected_at);
+          if (Number.isFinite(detectedAt)) oldest.set(tenant, Math.min(oldest.get(tenant) ?? detectedAt, detectedAt));
         }
     } catch {
       return;
     }
     metrics.setUnpublishedFindings(byTenant);
+    metrics.setOldestUnpublishedFinding(oldest);
   }
 
   async function round(): Promise<void> {
-    for (let attempt = 1; !stopped; attempt++) {
+    for (let attempt = 1; ; attempt++) {
       try {
         await sweep();
         if (deps.metrics) await countUnpublished(deps.metrics);
         return;
       } catch (error) {
         if (deps.metrics) await countUnpublished(deps.metrics);
+        if (stopped) {
+          deps.logger.warn(
+            { error: boundedText(errorMessage(error)) },
+            "publishing findings failed while stopping; they stay in the graph for another instance's sweep or the next start",
+          );
+          return;
+        }
         const waitMs = backoffMs(attempt, FIRST_WAIT_MS, MAX_WAIT_MS);
         deps.logger.warn(
           { attempt, waitMs, error: boundedText(errorMessage(error)) },
           "publishing findings failed; they stay in the graph and are tried again",
         );
         await sleep(waitMs);
+        if (stopped) return;
       }
     }
   }
 
   function recorded(): void {
-    if (stopped) return;
+    if (!stopped) ask();
+  }
+
+  /** A request made before a stop is kept through it: see stop(). */
+  function ask(): void {
     if (running) {
       if (!lingering) again = true;
       return;
@@ -174,26 +201,36 @@ export function createFindingPublisher(deps: {
         running = undefined;
         if (again) {
           again = false;
-          recorded();
+          ask();
         }
       });
   }
 
   return {
     recorded,
+    sweepEvery(intervalMs) {
+      if (stopped) return;
+      clearInterval(ticker);
+      ticker = setInterval(recorded, intervalMs);
+      ticker.unref();
+    },
     sweep,
     async idle() {
       while (running) await running;
     },
     async stop() {
       stopped = true;
+      clearInterval(ticker);
       if (!running) return;
       let timer: NodeJS.Timeout | undefined;
       const bound = new Promise<void>((resolve) => {
         timer = setTimeout(resolve, STOP_WAIT_MS);
         timer.unref();
       });
-      await Promise.race([running, bound]).finally(() => clearTimeout(timer));
+      const settled = (async () => {
+        while (running) await running;
+      })();
+      await Promise.race([settled, bound]).finally(() => clearTimeout(timer));
     },
   };
 }

@@ -231,6 +231,19 @@ export function createPrometheusMetrics(
     labelNames: ["tenant"],
     registers: [registry],
   });
+  const oldestUnpublished = new Map<string, number>();
+  new Gauge({
+    name: p("findings_oldest_unpublished_seconds"),
+    help: "Per tenant, now minus detected_at of the oldest governance finding in the graph not yet on the findings topic, as the publisher last counted (after each attempt, and each FINDINGS_SWEEP_INTERVAL_MS); 0 when none waits.",
+    labelNames: ["tenant"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      const nowMs = now();
+      for (const tenant of build.tenants ?? []) this.set({ tenant }, 0);
+      for (const [tenant, at] of oldestUnpublished) this.set({ tenant }, ageSeconds(at, nowMs));
+    },
+  });
   const lastCommit = new Gauge({
     name: p("last_commit_timestamp_seconds"),
     help: "Wall-clock time of the last offset commit per owned partition (the time it was assigned, before the first).",
@@ -299,6 +312,10 @@ export function createPrometheusMetrics(
       // A served tenant with nothing left reads 0, not its last count.
       for (const tenant of new Set([...(build.tenants ?? []), ...byTenant.keys()]))
         unpublished.set({ tenant }, byTenant.get(tenant) ?? 0);
+    },
+    setOldestUnpublishedFinding(detectedAtByTenant) {
+      oldestUnpublished.clear();
+      for (const [tenant, at] of detectedAtByTenant) oldestUnpublished.set(tenant, at);
     },
     recordConsumed: (topic, _partition, count) => consumed.inc({ topic }, count),
     recordRebalance: () => rebalances.inc(),
