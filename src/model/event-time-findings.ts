@@ -1,3 +1,4 @@
+import { isAgentId, type RegistryEvent } from "./events.js";
 import { findingId } from "./findings.js";
 
 /**
@@ -35,6 +36,23 @@ export interface RegistryChange {
   readonly declared: readonly string[];
   /** Applied after the watermark had passed its occurred_at (beyond the allowed lateness). */
   readonly late?: boolean;
+}
+
+/**
+ * The change a registry record makes to its agent's history: the agents its escalation path declares
+ * (entries outside the agent-id convention are human terminals, never edges, as in §3.2). A deregistered
+ * snapshot or a tombstone declares nothing: a deregistered agent authorises no escalation. A tombstone
+ * without a timestamp cannot be placed in event time and adds nothing.
+ */
+export function registryChange(event: RegistryEvent): RegistryChange | undefined {
+  const { tenant_id, agent_id, registry_version } = event;
+  if (event.kind === "registry-tombstone")
+    return event.occurred_at === undefined
+      ? undefined
+      : { tenant_id, agent_id, registry_version, occurred_at: event.occurred_at, declared: [] };
+  const declared =
+    event.status === "deregistered" ? [] : [...new Set((event.escalation_path ?? []).filter(isAgentId))].sort();
+  return { tenant_id, agent_id, registry_version, occurred_at: event.occurred_at, declared };
 }
 
 /** An escalation between the outcomes of two different agents. */
