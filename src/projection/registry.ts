@@ -149,6 +149,8 @@ export function projectRegistry(
             tenant_id: String(row?.tenant_id),
             agent_id: String(row?.agent_id),
             declared_observed: (record.declared_observed as string[] | undefined) ?? [],
+            registry_version: Number(row?.registry_version),
+            registry_occurred_at: Number(row?.occurred_at),
           };
         });
       });
