@@ -19,6 +19,13 @@ export function findingRow(record: Readonly<Record<string, unknown>>): Record<st
     state,
     detected_at: record.detected_at,
     published: record.published,
+    // The evidence (issue 53): the escalation and the registry change the finding is about.
+    observed_at: record.observed_at ?? null,
+    source_outcome_id: record.source_outcome_id ?? null,
+    target_outcome_id: record.target_outcome_id ?? null,
+    registry_version: record.registry_version ?? null,
+    registry_occurred_at: record.registry_occurred_at ?? null,
+    late: record.late === true,
   };
 }
 

@@ -10,7 +10,17 @@ import { keyIndex, scopedKey } from "./tenant.js";
  * one property written later (markPublished). `existed` says whether the node was there already, so
  * only new findings are counted. Every Finding carries tenant_id; its key is composite with it on a
  * database several tenants share, as every key is there (cypher/tenant.ts).
+ *
+ * The evidence (model/findings.ts FindingEvidence) is set with the rest, null where the deciding step
+ * did not know it; the event times are stored as datetimes, as detected_at is.
  */
+const atOrNull = (ms: string) => `CASE WHEN ${ms} IS NULL THEN null ELSE datetime({epochMillis: toInteger(${ms})}) END`;
+
+/** The evidence columns, as the record carries them (epoch ms for the times). */
+const EVIDENCE = `f.observed_at.epochMillis AS observed_at, f.source_outcome_id AS source_outcome_id,
+       f.target_outcome_id AS target_outcome_id, f.registry_version AS registry_version,
+       f.registry_occurred_at.epochMillis AS registry_occurred_at, coalesce(f.late, false) AS late`;
+
 const mergeFinding = (scoped: boolean) => `
 WITH row, EXISTS { MATCH (:Finding {${scopedKey(scoped, "row.tenant_id")}finding_id: row.finding_id}) } AS existed
 MERGE (f:Finding {${scopedKey(scoped, "row.tenant_id")}finding_id: row.finding_id})
@@ -20,7 +30,13 @@ MERGE (f:Finding {${scopedKey(scoped, "row.tenant_id")}finding_id: row.finding_i
                 f.target_agent_id = row.target_agent_id,
                 f.resolves        = row.resolves,
                 f.detected_at     = datetime(),
-                f.published       = false
+                f.published       = false,
+                f.observed_at     = ${atOrNull("row.observed_at")},
+                f.source_outcome_id = row.source_outcome_id,
+                f.target_outcome_id = row.target_outcome_id,
+                f.registry_version  = toInteger(row.registry_version),
+                f.registry_occurred_at = ${atOrNull("row.registry_occurred_at")},
+                f.late            = coalesce(row.late, false)
 RETURN row.finding_id AS finding_id, row.tenant_id AS tenant_id, row.kind AS kind, existed
 `;
 
@@ -36,12 +52,12 @@ MATCH (:Finding {${scopedKey(scoped, "row.tenant_id")}finding_id: row.resolves})
 ${mergeFinding(scoped)}`;
 
 /** Findings not yet published, oldest first, a page at a time. */
-export const UNPUBLISHED_FINDINGS = `
+export const UNPUBLISHED_FINDINGS: string = `
 MATCH (f:Finding)
 WHERE f.published = false
 RETURN f.finding_id AS finding_id, f.tenant_id AS tenant_id, f.kind AS kind,
        f.source_agent_id AS source_agent_id, f.target_agent_id AS target_agent_id, f.resolves AS resolves,
-       f.detected_at.epochMillis AS detected_at
+       f.detected_at.epochMillis AS detected_at, ${EVIDENCE}
 ORDER BY f.detected_at, f.finding_id
 LIMIT toInteger($limit)
 `;
@@ -66,13 +82,13 @@ SET f.published = true
  * Every finding, or one tenant's (`$tenant` null for all), with whether a resolution answers it;
  * `$open` keeps the findings of any kind that no resolution answers yet (resolutions left out).
  */
-export const LIST_FINDINGS = `
+export const LIST_FINDINGS: string = `
 MATCH (f:Finding)
 WHERE ($tenant IS NULL OR f.tenant_id = $tenant)
 WITH f, EXISTS { MATCH (r:Finding {tenant_id: f.tenant_id, resolves: f.finding_id}) } AS resolved
 WHERE NOT $open OR (f.resolves IS NULL AND NOT resolved)
 RETURN f.finding_id AS finding_id, f.tenant_id AS tenant_id, f.kind AS kind,
        f.source_agent_id AS source_agent_id, f.target_agent_id AS target_agent_id, f.resolves AS resolves,
-       f.detected_at.epochMillis AS detected_at, f.published AS published, resolved
+       f.detected_at.epochMillis AS detected_at, f.published AS published, resolved, ${EVIDENCE}
 ORDER BY f.detected_at, f.finding_id
 `;

@@ -14,6 +14,8 @@
  * finding whether a resolution answers it (LIST_FINDINGS): without it each finding scanned every
  * finding, and the listing grew with the square of their number (bench/findings-list.ts). Indexes are
  * not verified with MIGRATE_ON_START=false: without them the writes are right, only slower.
+ * RegistryChange is keyed by agent and version (cypher/registry-history.ts): every registry record
+ * MERGEs its change, so two partitions' transactions must not write two nodes for one change.
  */
 const FINDING_SOURCE_INDEX =
   "CREATE INDEX finding_tenant_source IF NOT EXISTS FOR (f:Finding) ON (f.tenant_id, f.source_agent_id)";
@@ -27,6 +29,7 @@ export const CONSTRAINTS: readonly string[] = [
   "CREATE CONSTRAINT outcome_outcome_id IF NOT EXISTS FOR (o:Outcome) REQUIRE o.outcome_id IS UNIQUE",
   "CREATE CONSTRAINT registry_fence_agent_id IF NOT EXISTS FOR (f:RegistryFence) REQUIRE f.agent_id IS UNIQUE",
   "CREATE CONSTRAINT finding_finding_id IF NOT EXISTS FOR (f:Finding) REQUIRE f.finding_id IS UNIQUE",
+  "CREATE CONSTRAINT registry_change_key IF NOT EXISTS FOR (c:RegistryChange) REQUIRE (c.agent_id, c.registry_version) IS UNIQUE",
   FINDING_SOURCE_INDEX,
   FINDING_PUBLISHED_INDEX,
   FINDING_RESOLVES_INDEX,
@@ -39,6 +42,7 @@ export const CONSTRAINT_NAMES: readonly string[] = [
   "outcome_outcome_id",
   "registry_fence_agent_id",
   "finding_finding_id",
+  "registry_change_key",
 ];
 
 /**
@@ -53,6 +57,7 @@ export const TENANT_CONSTRAINTS: readonly string[] = [
   "CREATE CONSTRAINT outcome_tenant_outcome_id IF NOT EXISTS FOR (o:Outcome) REQUIRE (o.tenant_id, o.outcome_id) IS UNIQUE",
   "CREATE CONSTRAINT registry_fence_tenant_agent_id IF NOT EXISTS FOR (f:RegistryFence) REQUIRE (f.tenant_id, f.agent_id) IS UNIQUE",
   "CREATE CONSTRAINT finding_tenant_finding_id IF NOT EXISTS FOR (f:Finding) REQUIRE (f.tenant_id, f.finding_id) IS UNIQUE",
+  "CREATE CONSTRAINT registry_change_tenant_key IF NOT EXISTS FOR (c:RegistryChange) REQUIRE (c.tenant_id, c.agent_id, c.registry_version) IS UNIQUE",
   FINDING_SOURCE_INDEX,
   FINDING_PUBLISHED_INDEX,
   FINDING_RESOLVES_INDEX,
@@ -65,6 +70,7 @@ export const TENANT_CONSTRAINT_NAMES: readonly string[] = [
   "outcome_tenant_outcome_id",
   "registry_fence_tenant_agent_id",
   "finding_tenant_finding_id",
+  "registry_change_tenant_key",
 ];
 
 /**

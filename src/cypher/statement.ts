@@ -8,6 +8,7 @@ export type StatementName =
   | "outcome"
   | "rebuild-wipe"
   | "reachability"
+  | "registry-history"
   | "findings";
 
 /** One Cypher statement applying a whole batch: `UNWIND $rows AS row`, every value a parameter. */

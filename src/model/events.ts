@@ -39,6 +39,11 @@ export interface RegistryTombstone {
   readonly tenant_id: string;
   readonly agent_id: string;
   readonly registry_version: number;
+  /**
+   * When the deletion happened, for the registry's history (model/event-time-findings.ts): a tombstone
+   * has no occurred_at of its own, so its Kafka record timestamp stands in.
+   */
+  readonly occurred_at?: number;
 }
 
 export interface OutcomeCreated {

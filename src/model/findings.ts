@@ -31,7 +31,22 @@ export const FINDING_KINDS: readonly FindingKind[] = [
   "terminal-unreachable-resolved",
 ];
 
-export interface Finding {
+/**
+ * What a finding was decided on (issue 53, item 5), carried by the record: the event time it is about
+ * and the registry change. Absent where the deciding step does not know it (null on the record).
+ */
+export interface FindingEvidence {
+  /** The detecting escalation's observed_at (epoch ms) and outcomes. */
+  readonly observed_at?: number | null;
+  readonly source_outcome_id?: string | null;
+  readonly target_outcome_id?: string | null;
+  /** The registry change it is about, and when it occurred (epoch ms). */
+  readonly registry_version?: number | null;
+  readonly registry_occurred_at?: number | null;
+  readonly late?: boolean;
+}
+
+export interface Finding extends FindingEvidence {
   readonly finding_id: string;
   readonly tenant_id: string;
   readonly kind: FindingKind;
@@ -108,6 +123,8 @@ export interface ObservedRow {
   readonly to_agent: string;
   readonly observed_count: number;
   readonly declared: boolean;
+  /** The escalation this row counted: the evidence of a finding it opens. */
+  readonly evidence?: Pick<FindingEvidence, "observed_at" | "source_outcome_id" | "target_outcome_id">;
 }
 
 /**
@@ -123,14 +140,19 @@ export function undeclaredEscalations(rows: readonly ObservedRow[]): Finding[] {
   for (const row of rows) {
     const key = JSON.stringify([row.tenant_id, row.from_agent, row.to_agent]);
     const edge = edges.get(key) ?? { row, counted: 0, highest: 0 };
-    if (!row.already_counted) edge.counted += 1;
+    if (!row.already_counted) {
+      // The earliest escalation counted here is the evidence.
+      if (edge.counted === 0 || (row.evidence?.observed_at ?? Infinity) < (edge.row.evidence?.observed_at ?? Infinity))
+        edge.row = row;
+      edge.counted += 1;
+    }
     edge.highest = Math.max(edge.highest, row.observed_count);
     edges.set(key, edge);
   }
   const found: Finding[] = [];
   for (const { row, counted, highest } of edges.values()) {
     if (counted > 0 && highest - counted === 0 && row.declared === false)
-      found.push(finding(row.tenant_id, "undeclared-escalation", row.from_agent, row.to_agent));
+      found.push({ ...finding(row.tenant_id, "undeclared-escalation", row.from_agent, row.to_agent), ...row.evidence });
   }
   return found;
 }
@@ -140,6 +162,9 @@ export interface DeclaredRow {
   readonly tenant_id: string;
   readonly agent_id: string;
   readonly declared_observed: readonly string[];
+  /** The change that declared them (the resolution's evidence). */
+  readonly registry_version?: number;
+  readonly registry_occurred_at?: number;
 }
 
 /**
@@ -151,7 +176,11 @@ export function escalationResolutions(rows: readonly DeclaredRow[]): Finding[] {
   const found = new Map<string, Finding>();
   for (const row of rows)
     for (const target of row.declared_observed) {
-      const resolution = finding(row.tenant_id, "undeclared-escalation-resolved", row.agent_id, target);
+      const resolution: Finding = {
+        ...finding(row.tenant_id, "undeclared-escalation-resolved", row.agent_id, target),
+        registry_version: row.registry_version ?? null,
+        registry_occurred_at: row.registry_occurred_at ?? null,
+      };
       found.set(resolution.finding_id, resolution);
     }
   return [...found.values()];

@@ -48,13 +48,16 @@ export const STREAM_RULES: { readonly [S in Stream]: StreamRules<EventOf<S>> } =
   "registry-mutation": {
     patterns: ["3.1", "3.2"],
     validate: validateRegistrySnapshot,
-    tombstone: (record, rules) =>
-      validateRegistryTombstone(
+    tombstone: (record, rules) => {
+      const event = validateRegistryTombstone(
         record.key === null ? null : record.key.toString("utf8"),
         headerString(record.headers, HEADER.tenantId),
         headerString(record.headers, HEADER.registryVersion),
         rules,
-      ),
+      );
+      const at = Number(record.timestamp);
+      return event instanceof Rejection || !Number.isFinite(at) ? event : { ...event, occurred_at: at };
+    },
     project: projectRegistry,
     eventTime: (event, record) => (event.kind === "registry-snapshot" ? event.occurred_at : Number(record.timestamp)),
   },

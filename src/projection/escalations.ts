@@ -55,6 +55,17 @@ export function projectEscalations(events: readonly Indexed<EscalationEdge>[], s
   );
   const statements: Statement[] =
     rows.length === 0 ? [] : [{ name: "3.4", cypher: escalation(scoped), params: { rows } }];
+  const rowOf = new Map(rows.map((row) => [row.i, row]));
+  const evidenceOf = (i: number) => {
+    const row = rowOf.get(i);
+    return row
+      ? {
+          observed_at: row.first_observed_at,
+          source_outcome_id: row.source_outcome_id,
+          target_outcome_id: row.target_outcome_id,
+        }
+      : undefined;
+  };
   // The rows §3.4 ran on: both outcomes produced, by two different agents.
   const observed = (results: readonly StatementResult[]) =>
     (results[0]?.records ?? []).filter((record) => record.produced === true && record.same_agent === false);
@@ -69,6 +80,7 @@ export function projectEscalations(events: readonly Indexed<EscalationEdge>[], s
         to_agent: String(record.to_agent),
         observed_count: Number(record.observed_count),
         declared: record.declared === true,
+        evidence: evidenceOf(Number(record.i)),
       }));
       return findingStatements(undeclaredEscalations(rows), scoped);
     },

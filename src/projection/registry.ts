@@ -1,6 +1,8 @@
+import { recordRegistryChanges } from "../cypher/registry-history.js";
 import { registryProjection, registryTombstone } from "../cypher/s3_1-registry-projection.js";
 import { escalationDeclared } from "../cypher/s3_2-escalation-declared.js";
 import type { Statement, StatementResult } from "../cypher/statement.js";
+import { registryChange } from "../model/event-time-findings.js";
 import type { RegistryEvent, RegistrySnapshot } from "../model/events.js";
 import { applied, type Fate, stale, unchanged } from "../model/fate.js";
 import { type AppliedChange, escalationResolutions } from "../model/findings.js";
@@ -132,6 +134,8 @@ export function projectRegistry(
       statements.push({ name: "3.2", cypher: escalationDeclared(scoped), params: { rows } });
     }
   }
+  const history = historyStatement(events, scoped);
+  if (history) statements.push(history);
   return {
     statements,
     // §3.2's rows name the observed edges each declared: those may resolve undeclared-escalation findings.
@@ -145,6 +149,8 @@ export function projectRegistry(
             tenant_id: String(row?.tenant_id),
             agent_id: String(row?.agent_id),
             declared_observed: (record.declared_observed as string[] | undefined) ?? [],
+            registry_version: Number(row?.registry_version),
+            registry_occurred_at: Number(row?.occurred_at),
           };
         });
       });
@@ -163,7 +169,8 @@ export function projectRegistry(
     fates(results: readonly StatementResult[]) {
       const fates = new Map<number, Fate>();
       statements.forEach((statement, position) => {
-        if (statement.name === "3.2" || statement.name === "reachability") return;
+        if (statement.name === "3.2" || statement.name === "reachability" || statement.name === "registry-history")
+          return;
         if (statement.name === "3.1-tombstone") {
           const found = new Map<number, boolean>();
           for (const record of results[position]?.records ?? []) found.set(Number(record.i), record.applied === true);
@@ -184,6 +191,26 @@ export function projectRegistry(
       return fates;
     },
   };
+}
+
+/**
+ * Every record of the batch adds its change to the registry's history (cypher/registry-history.ts),
+ * superseded and stale ones too, so the history does not depend on batching or delivery order. One row
+ * per change, a tombstone's winning a tie; rows in key order, so concurrent transactions lock in one order.
+ */
+function historyStatement(events: readonly Indexed<RegistryEvent>[], scoped: boolean): Statement | undefined {
+  const rows = new Map<string, Record<string, unknown>>();
+  for (const { event } of events) {
+    const change = registryChange(event);
+    if (!change) continue;
+    const key = JSON.stringify([change.tenant_id, change.agent_id, change.registry_version]);
+    const deleted = event.kind === "registry-tombstone";
+    if (rows.get(key)?.deleted === true) continue;
+    rows.set(key, { ...change, deleted });
+  }
+  if (rows.size === 0) return undefined;
+  const sorted = [...rows.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row);
+  return { name: "registry-history", cypher: recordRegistryChanges(scoped), params: { rows: sorted } };
 }
 
 /** The registry changes §3.1 applied in this transaction: per agent, the highest version applied. */

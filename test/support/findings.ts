@@ -5,10 +5,13 @@ import { type Finding, terminalFinding } from "../../src/model/findings.js";
 import { snapshot, tombstone } from "./builders.js";
 import type { Harness } from "./harness.js";
 
-/** A finding as read back from the findings topic, with its key. */
+/** A finding as read back from the findings topic, with its key: what identifies it, and the whole record. */
 export interface Published {
   readonly key: string;
+  /** The fields its id implies (findingContent), the same on every copy. */
   readonly value: Finding;
+  /** Everything the record carries, the evidence too (detected_at differs between instances' copies). */
+  readonly record: Record<string, unknown>;
 }
 
 export async function graphFindings(harness: Harness): Promise<Record<string, unknown>[]> {
@@ -19,9 +22,11 @@ export async function topicFindings(harness: Harness): Promise<Published[]> {
   const found: Promise<Published>[] = [];
   await readTopicsToEnd(harness.kafka, [harness.names.findings], (record) => {
     found.push(
-      harness.registry
-        .decode(record.value as Buffer)
-        .then((value: Finding) => ({ key: String(record.key), value: { ...value } })),
+      harness.registry.decode(record.value as Buffer).then((value: Record<string, unknown>) => ({
+        key: String(record.key),
+        value: findingContent(value) as unknown as Finding,
+        record: { ...value },
+      })),
     );
   });
   return Promise.all(found);

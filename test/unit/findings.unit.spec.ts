@@ -84,7 +84,14 @@ describe("which §3.2 rows may resolve a finding", () => {
       { tenant_id: "default", agent_id: "cl-agt-001", declared_observed: ["cl-agt-002", "cl-agt-002"] },
       { tenant_id: "default", agent_id: "cl-agt-005", declared_observed: [] },
     ]);
-    expect(found).toEqual([finding("default", "undeclared-escalation-resolved", "cl-agt-001", "cl-agt-002")]);
+    expect(found).toEqual([
+      {
+        ...finding("default", "undeclared-escalation-resolved", "cl-agt-001", "cl-agt-002"),
+        // No declaring change named in the row: no evidence of it.
+        registry_version: null,
+        registry_occurred_at: null,
+      },
+    ]);
   });
 });
 
@@ -132,7 +139,8 @@ describe("the projections' follow-up", () => {
   };
 
   it("§3.4's rows become findings of the tenant of the event they came from, with one database per tenant too", () => {
-    const plan = projectEscalations([{ i: 0, event: { ...escalation("o-1", "o-2"), tenant_id: "acme" } }]);
+    const event = { ...escalation("o-1", "o-2"), tenant_id: "acme" };
+    const plan = projectEscalations([{ i: 0, event }]);
     const observed = [
       {
         i: 0,
@@ -147,21 +155,31 @@ describe("the projections' follow-up", () => {
     ];
     const statements = plan.followUp?.([{ name: "3.4", records: observed, counters }]);
     expect(statements?.flatMap((statement) => statement.params.rows)).toEqual([
-      { ...finding("acme", "undeclared-escalation", "cl-agt-001", "cl-agt-002") },
+      {
+        ...finding("acme", "undeclared-escalation", "cl-agt-001", "cl-agt-002"),
+        // The evidence: the escalation that opened it.
+        observed_at: event.observed_at,
+        source_outcome_id: "o-1",
+        target_outcome_id: "o-2",
+      },
     ]);
   });
 
   it("§3.2's rows become candidate resolutions of the snapshot's agent", () => {
-    const plan = projectRegistry([
-      { i: 0, event: { ...snapshot("cl-agt-001", { escalation_path: ["cl-agt-002"] }), tenant_id: "acme" } },
-    ]);
+    const event = { ...snapshot("cl-agt-001", { escalation_path: ["cl-agt-002"] }), tenant_id: "acme" };
+    const plan = projectRegistry([{ i: 0, event }]);
     const results = plan.statements.map((statement) => ({
       name: statement.name,
       records: statement.name === "3.2" ? [{ i: 0, declared_observed: ["cl-agt-002"] }] : [{ i: 0 }],
       counters,
     }));
     expect(plan.followUp?.(results).flatMap((statement) => statement.params.rows)).toEqual([
-      { ...finding("acme", "undeclared-escalation-resolved", "cl-agt-001", "cl-agt-002") },
+      {
+        ...finding("acme", "undeclared-escalation-resolved", "cl-agt-001", "cl-agt-002"),
+        // The evidence: the change that declared the edge.
+        registry_version: event.registry_version,
+        registry_occurred_at: event.occurred_at,
+      },
     ]);
   });
 });

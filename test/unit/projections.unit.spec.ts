@@ -25,7 +25,7 @@ describe("projectRegistry", () => {
         snapshot("fin-agt-002", { event_id: "e2", occurred_at: 0, registry_version: 7 }),
       ].map((event, i) => ({ i, event })),
     );
-    expect(plan.statements.map((s) => s.name)).toEqual(["3.1", "3.2"]);
+    expect(plan.statements.map((s) => s.name)).toEqual(["3.1", "3.2", "registry-history"]);
     // §3.2 runs over the same rows as §3.1, in the same transaction.
     expect(plan.statements[1]?.params).toEqual(plan.statements[0]?.params);
     expect(plan.statements.slice(0, 1).map(({ name, params }) => ({ name, params }))).toMatchInlineSnapshot(`

@@ -183,7 +183,7 @@ describe("rebuild: all or nothing per tenant", () => {
       rules,
     });
     expect(statements.map((s) => s.map(({ name }) => name))).toEqual([
-      ["rebuild-wipe", "rebuild-wipe", "rebuild-wipe", "3.1", "3.2"],
+      ["rebuild-wipe", "rebuild-wipe", "rebuild-wipe", "3.1", "3.2", "registry-history"],
     ]);
   });
 

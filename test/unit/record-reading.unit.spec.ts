@@ -95,6 +95,7 @@ describe("toEvent: tombstone, decode, validate", () => {
       tenant_id: "default",
       agent_id: "fin-agt-001",
       registry_version: 4,
+      occurred_at: 1,
     });
   });
 

@@ -83,6 +83,13 @@ describe("collapseRegistry", () => {
       snapshot("fin-agt-001", { registry_version: 3 }),
     ];
     const plan = projectRegistry(batch.map((event, i) => ({ i, event })));
-    expect(plan.statements.map((statement) => statement.name)).toEqual(["3.1", "3.2", "3.1-tombstone", "3.1", "3.2"]);
+    expect(plan.statements.map((statement) => statement.name)).toEqual([
+      "3.1",
+      "3.2",
+      "3.1-tombstone",
+      "3.1",
+      "3.2",
+      "registry-history",
+    ]);
   });
 });

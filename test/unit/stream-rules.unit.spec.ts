@@ -32,6 +32,8 @@ describe("the stream table", () => {
       tenant_id: "default",
       agent_id: "a-agt-1",
       registry_version: 7,
+      // Its Kafka timestamp: a tombstone has no occurred_at of its own (the registry's history needs one).
+      occurred_at: 1700000000000,
     });
     for (const stream of ["outcome-created", "escalation-edge"] as const) {
       const refused = STREAM_RULES[stream].tombstone(record, rules);

@@ -146,7 +146,13 @@ describe("terminal-unreachable in the registry plan", () => {
       false,
       [T],
     );
-    expect(plan.statements.map((s) => s.name)).toEqual(["reachability", "3.1-tombstone", "3.1", "3.2"]);
+    expect(plan.statements.map((s) => s.name)).toEqual([
+      "reachability",
+      "3.1-tombstone",
+      "3.1",
+      "3.2",
+      "registry-history",
+    ]);
     expect(plan.statements[0]?.params).toEqual({
       rows: [
         { tenant_id: "default", agent_id: B },
@@ -204,7 +210,7 @@ describe("terminal-unreachable in the registry plan", () => {
 
   it("without terminals (a rebuild, a reconcile): no reachability statement at all", () => {
     const plan = projectRegistry([{ i: 0, event: snapshot(B) }]);
-    expect(plan.statements.map((s) => s.name)).toEqual(["3.1", "3.2"]);
+    expect(plan.statements.map((s) => s.name)).toEqual(["3.1", "3.2", "registry-history"]);
   });
 });
 

@@ -68,6 +68,28 @@ export function findingOutboxes(tenants: readonly TenantRoute[]): FindingOutbox[
   }));
 }
 
+const textOrNull = (value: unknown) => (value === null || value === undefined ? null : String(value));
+const numberOrNull = (value: unknown) => (value === null || value === undefined ? null : Number(value));
+
+/** A finding as the governance-finding record carries it, from a row of UNPUBLISHED_FINDINGS. */
+export function findingRecord(row: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  return {
+    finding_id: String(row.finding_id),
+    tenant_id: String(row.tenant_id),
+    kind: String(row.kind),
+    source_agent_id: String(row.source_agent_id),
+    target_agent_id: String(row.target_agent_id),
+    resolves: textOrNull(row.resolves),
+    observed_at: numberOrNull(row.observed_at),
+    source_outcome_id: textOrNull(row.source_outcome_id),
+    target_outcome_id: textOrNull(row.target_outcome_id),
+    registry_version: numberOrNull(row.registry_version),
+    registry_occurred_at: numberOrNull(row.registry_occurred_at),
+    detected_at: numberOrNull(row.detected_at) ?? 0,
+    late: row.late === true,
+  };
+}
+
 /**
  * The publishing half of the findings outbox (cypher/findings.ts): reads the unpublished findings of
  * each database, sends them to the findings topic with acks from every in-sync replica, then marks
@@ -105,14 +127,7 @@ export function createFindingPublisher(deps: {
     const messages = await Promise.all(
       rows.map(async (row) => ({
         key: `${String(row.tenant_id)}/${String(row.source_agent_id)}`,
-        value: await deps.registry.encode(deps.schemaId, {
-          finding_id: String(row.finding_id),
-          tenant_id: String(row.tenant_id),
-          kind: String(row.kind),
-          source_agent_id: String(row.source_agent_id),
-          target_agent_id: String(row.target_agent_id),
-          resolves: row.resolves === null || row.resolves === undefined ? null : String(row.resolves),
-        }),
+        value: await deps.registry.encode(deps.schemaId, findingRecord(row)),
       })),
     );
     await sendBatchAtLeastOnce(deps.producer, { topicMessages: [{ topic: deps.topic, messages }] });

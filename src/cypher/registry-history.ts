@@ -1,0 +1,42 @@
+import { scopedKey } from "./tenant.js";
+
+/**
+ * The registry's history of declarations (issue 53), kept beside §3.2's `declared` flag, which stays
+ * current-state as the spec says: one :RegistryChange per (tenant, agent, registry_version), with the
+ * change's event time and the agent ids its escalation path declared (model/event-time-findings.ts
+ * `registryChange`). Undeclared escalations are judged against it at their own observed_at.
+ *
+ * Every registry record adds its change, one the version guard calls stale (a lower version arriving
+ * late) too, so the history is the same set whatever the delivery order; it never touches the Agent
+ * node or its edges. Written once (ON CREATE), so a redelivery changes nothing — except that a
+ * tombstone wins a tie with a snapshot of its version, as it does in §3.1: whichever arrives first, the
+ * change ends up deleted, declaring nothing, at the tombstone's time (its Kafka record timestamp).
+ *
+ * No rebuild wipes it: the compacted registry topic keeps only each agent's latest record, so the
+ * history could not be rebuilt from it; replayed records MERGE the changes they name again, a no-op.
+ * Retention: a change older than the retention can go, except the newest one in force before it.
+ */
+export const recordRegistryChanges = (scoped: boolean): string => `
+UNWIND $rows AS row
+MERGE (c:RegistryChange {${scopedKey(scoped, "row.tenant_id")}agent_id: row.agent_id, registry_version: toInteger(row.registry_version)})
+  ON CREATE SET c.tenant_id   = row.tenant_id,
+                c.occurred_at = datetime({epochMillis: toInteger(row.occurred_at)}),
+                c.declared    = row.declared,
+                c.deleted     = row.deleted
+WITH c, row
+CALL (c, row) {
+  WITH c, row WHERE row.deleted AND NOT c.deleted
+  SET c.occurred_at = datetime({epochMillis: toInteger(row.occurred_at)}),
+      c.declared    = [],
+      c.deleted     = true
+}
+`;
+
+/** One agent's history, oldest version first (the judge's input). */
+export const REGISTRY_HISTORY = `
+UNWIND $agents AS agent
+MATCH (c:RegistryChange {tenant_id: agent.tenant_id, agent_id: agent.agent_id})
+RETURN c.tenant_id AS tenant_id, c.agent_id AS agent_id, c.registry_version AS registry_version,
+       c.occurred_at.epochMillis AS occurred_at, c.declared AS declared
+ORDER BY tenant_id, agent_id, registry_version
+`;
