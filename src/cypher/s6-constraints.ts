@@ -142,20 +142,21 @@ export function misscopedChecks(
       probes.push({ label, cypher: unscopedNode(label) });
     } else {
       if (grows && !present.has(composite)) continue;
-      probes.push({ label, cypher: scopedNode(label, key) });
+      probes.push({ label, cypher: scopedNode(label, key, present.has(composite)) });
     }
   }
   return { probes, stale };
 }
 
 /**
- * The lowest tenant of a `label` node that has one. With the composite index the predicates are its
- * properties, so Neo4j scans it in order and stops at the first entry; without it (registry nodes
- * only) it reads the label.
+ * The lowest tenant of a `label` node that has one. With the composite index (`indexed`) Neo4j scans it
+ * in its order and stops at the first entry; the hint keeps it from planning a scan of the key's own
+ * index and a sort instead, which it did while the composite index's sample was that of an empty one
+ * (cypher/tenant.ts, keyIndex, has the same reason). Without it (registry nodes only) it reads the label.
  */
-export const scopedNode = (label: string, key: string): string => `
+export const scopedNode = (label: string, key: string, indexed: boolean): string => `
 MATCH (n:${label})
-WHERE n.tenant_id IS NOT NULL AND n.${key} IS NOT NULL
+${indexed ? `USING INDEX n:${label}(tenant_id, ${key})\n` : ""}WHERE n.tenant_id IS NOT NULL AND n.${key} IS NOT NULL
 RETURN n.tenant_id AS tenant
 ORDER BY n.tenant_id
 LIMIT 1

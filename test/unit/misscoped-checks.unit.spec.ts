@@ -30,6 +30,7 @@ describe("misscopedChecks: what start-up and migrate read to refuse a database o
     expect(agent?.cypher).toMatchInlineSnapshot(`
       "
       MATCH (n:Agent)
+      USING INDEX n:Agent(tenant_id, agent_id)
       WHERE n.tenant_id IS NOT NULL AND n.agent_id IS NOT NULL
       RETURN n.tenant_id AS tenant
       ORDER BY n.tenant_id
