@@ -73,16 +73,110 @@ export const TENANT_CONSTRAINT_NAMES: readonly string[] = [
   "registry_change_tenant_key",
 ];
 
+/** A node label the layouts scope, with its key and the constraint of each layout on it. */
+interface ScopedLabel {
+  readonly label: string;
+  readonly key: string;
+  /** The one-tenant constraint (an index on the key alone: every node of the label that has one). */
+  readonly single: string;
+  /** The shared-database constraint (an index on tenant_id and the key: exactly the scoped nodes). */
+  readonly composite: string;
+  /** Its nodes come from the outcome log and grow without bound; the others are as many as the registry. */
+  readonly grows: boolean;
+}
+
+/** In the order a refusal prefers to name them: agents, then outcomes, then the rest. */
+const SCOPED_LABELS: readonly ScopedLabel[] = [
+  { label: "Agent", key: "agent_id", single: "agent_agent_id", composite: "agent_tenant_agent_id", grows: false },
+  {
+    label: "Outcome",
+    key: "outcome_id",
+    single: "outcome_outcome_id",
+    composite: "outcome_tenant_outcome_id",
+    grows: true,
+  },
+  { label: "Tool", key: "tool_id", single: "tool_tool_id", composite: "tool_tenant_tool_id", grows: false },
+  {
+    label: "Workflow",
+    key: "workflow_id",
+    single: "workflow_workflow_id",
+    composite: "workflow_tenant_workflow_id",
+    grows: false,
+  },
+  {
+    label: "RegistryFence",
+    key: "agent_id",
+    single: "registry_fence_agent_id",
+    composite: "registry_fence_tenant_agent_id",
+    grows: false,
+  },
+];
+
+/** One look for a node of `label` whose scope does not fit the database; a row names its tenant. */
+export interface MisscopedProbe {
+  readonly label: string;
+  readonly cypher: string;
+}
+
 /**
- * A projected node whose scope does not fit the database: with `$shared`, one without a tenant (written
- * while one tenant was served); without, one with a tenant (written while several shared it, and the
- * single-property constraints and the spec's unscoped statements would merge it with another
- * tenant's). Agents first, then the lowest tenant: the refusal names the same thing on every start.
+ * What start-up and `migrate` read to find a projected node whose scope does not fit the database:
+ * on a database several tenants share, a node without a tenant (written while one tenant was served);
+ * on one a tenant has to itself, a node with one (written while several shared it, which the
+ * single-property constraints and the spec's unscoped statements would merge with another tenant's).
+ * `present` is the database's constraint names (SHOW CONSTRAINTS).
+ *
+ * Every look stops at its first row and none reads the outcomes, which grow without bound, except
+ * through an index: it once read every node and sorted them, inside STARTUP_TIMEOUT_MS, on every start
+ * (at 10^8 outcomes start-up timed out and the pod crash-looped). Nodes the registry bounds (agents,
+ * tools, workflows, fences) are read by label where no index answers.
+ * - A node with a tenant is in the composite index on (tenant_id, key), whose first entry in index
+ *   order is the lowest tenant's: one index entry answers. Without that index no service has written
+ *   scoped outcomes here (a shared service creates it, or with MIGRATE_ON_START=false refuses to start
+ *   without it), so outcomes are not looked at.
+ * - A node without a tenant is in no index that tells it apart. Outcomes without one were written by a
+ *   one-tenant service, which creates or requires the key's own constraint, and a shared `migrate`
+ *   drops that constraint once it has found no such node: so outcomes are read only while it exists,
+ *   and then (a database last migrated for one tenant) the first outcome read is one without a tenant.
+ *   With MIGRATE_ON_START=false (`migrateStep` false) that read is `migrate`'s, not start-up's: the
+ *   one-tenant constraints, which forbid two tenants the same id, are reported instead (`stale`).
  */
-export const MISSCOPED_NODE = `
-MATCH (n)
-WHERE (n:Agent OR n:Tool OR n:Workflow OR n:Outcome OR n:RegistryFence) AND (n.tenant_id IS NULL) = $shared
-RETURN labels(n) AS labels, n.tenant_id AS tenant
-ORDER BY CASE WHEN n:Agent THEN 0 WHEN n:Outcome THEN 1 ELSE 2 END, tenant
+export function misscopedChecks(
+  shared: boolean,
+  present: ReadonlySet<string>,
+  migrateStep: boolean,
+): { readonly probes: readonly MisscopedProbe[]; readonly stale: readonly string[] } {
+  const probes: MisscopedProbe[] = [];
+  const stale = shared && !migrateStep ? SCOPED_LABELS.map((l) => l.single).filter((name) => present.has(name)) : [];
+  for (const { label, key, single, composite, grows } of SCOPED_LABELS) {
+    if (shared) {
+      if (grows && !(migrateStep && present.has(single))) continue;
+      probes.push({ label, cypher: unscopedNode(label) });
+    } else {
+      if (grows && !present.has(composite)) continue;
+      probes.push({ label, cypher: scopedNode(label, key, present.has(composite)) });
+    }
+  }
+  return { probes, stale };
+}
+
+/**
+ * The lowest tenant of a `label` node that has one. With the composite index (`indexed`) Neo4j scans it
+ * in its order and stops at the first entry; the hint keeps it from planning a scan of the key's own
+ * index and a sort instead, which it did while the composite index's sample was that of an empty one
+ * (cypher/tenant.ts, keyIndex, has the same reason). Without it (registry nodes only) it reads the label.
+ */
+export const scopedNode = (label: string, key: string, indexed: boolean): string => `
+MATCH (n:${label})
+${indexed ? `USING INDEX n:${label}(tenant_id, ${key})\n` : ""}WHERE n.tenant_id IS NOT NULL AND n.${key} IS NOT NULL
+RETURN n.tenant_id AS tenant
+ORDER BY n.tenant_id
+LIMIT 1
+`;
+
+/** A `label` node without a tenant, if there is one. */
+export const unscopedNode = (label: string): string => `
+MATCH (n:${label})
+WHERE n.tenant_id IS NULL
+RETURN null AS tenant
 LIMIT 1
 `;

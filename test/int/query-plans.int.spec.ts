@@ -4,6 +4,12 @@ import { migrate } from "../../src/adapters/neo4j/migrate.js";
 import { rowsAsColumns } from "../../src/cypher/columns.js";
 import { LIST_FINDINGS, UNPUBLISHED_COUNTS, UNPUBLISHED_FINDINGS } from "../../src/cypher/findings.js";
 import { REGISTRY_TOMBSTONE } from "../../src/cypher/s3_1-registry-projection.js";
+import {
+  CONSTRAINT_NAMES,
+  misscopedChecks,
+  TENANT_CONSTRAINT_NAMES,
+  TENANT_CONSTRAINTS,
+} from "../../src/cypher/s6-constraints.js";
 import type { Statement } from "../../src/cypher/statement.js";
 import { affectedAfter, affectedBefore, targetsReach } from "../../src/cypher/terminal-reach.js";
 import type { EscalationEdge, OutcomeCreated, RegistryEvent } from "../../src/model/events.js";
@@ -203,5 +209,109 @@ describe("§3 statements' plans under the statistics of a catch-up", () => {
       found[open ? "open" : "all"] = scansIn(result.summary.plan as unknown as PlanNode);
     }
     expect(found).toEqual({ all: ["NodeByLabelScan f:Finding"], open: ["NodeByLabelScan f:Finding"] });
+  });
+});
+
+/**
+ * Start-up's look for nodes projected for the other layout (s6-constraints.ts, misscopedChecks) once
+ * read every node of the graph and sorted them, inside STARTUP_TIMEOUT_MS, on every start: 10^8
+ * outcomes timed start-up out. Now each look stops at its first row, and outcomes are read only
+ * through the composite index, in its order: a few db hits however many outcomes there are.
+ */
+describe("start-up's look for nodes of the other layout", () => {
+  let harness: Harness;
+  let database: string;
+  const outcomes = 20_000;
+
+  interface ProfiledPlan extends PlanNode {
+    readonly dbHits: number;
+    readonly children: ProfiledPlan[];
+  }
+  const dbHits = (plan: ProfiledPlan): number => plan.dbHits + plan.children.reduce((n, c) => n + dbHits(c), 0);
+  const operators = (plan: PlanNode): string[] => [
+    plan.operatorType.replace(/@.*/, ""),
+    ...plan.children.flatMap(operators),
+  ];
+
+  beforeAll(async () => {
+    harness = new Harness(testEnv("misscoped"));
+    database = harness.config.neo4j.database;
+    await harness.clearGraph();
+    // A one-tenant graph that a shared service once wrote to, cleared since: both layouts' constraints.
+    await migrate(harness.driver, [database]);
+    for (const constraint of TENANT_CONSTRAINTS) await harness.driver.executeQuery(constraint, {}, { database });
+    await harness.driver.executeQuery("CALL db.awaitIndexes(300)", {}, { database });
+    await harness.driver.executeQuery(
+      `UNWIND range(1, $outcomes) AS n
+       CREATE (:Outcome {outcome_id: 'misscoped-' + toString(n), agent_id: 'os-agt-001', status: 'succeeded'})`,
+      { outcomes: neo4j.int(outcomes) },
+      { database },
+    );
+    await harness.driver.executeQuery(
+      "UNWIND range(1, 200) AS n CREATE (:Agent {agent_id: 'misscoped-agt-' + toString(n)})",
+      {},
+      { database },
+    );
+  });
+  afterAll(async () => {
+    await harness?.clearGraph();
+    for (const name of TENANT_CONSTRAINT_NAMES)
+      await harness?.driver.executeQuery(`DROP CONSTRAINT ${name} IF EXISTS`, {}, { database });
+    await harness?.driver.close();
+  });
+
+  async function profile(cypher: string): Promise<{ plan: ProfiledPlan; rows: unknown[] }> {
+    const result = await harness.driver.executeQuery(`CYPHER replan=force PROFILE ${cypher}`, {}, { database });
+    return {
+      plan: result.summary.profile as unknown as ProfiledPlan,
+      rows: result.records.map((r) => r.get("tenant")),
+    };
+  }
+
+  it("one tenant: outcomes with a tenant are sought in the composite index, in its order, one entry read", async () => {
+    const present = new Set([...CONSTRAINT_NAMES, ...TENANT_CONSTRAINT_NAMES]);
+    const outcomeProbe = misscopedChecks(false, present, false).probes.find((p) => p.label === "Outcome");
+    if (!outcomeProbe) throw new Error("no look at outcomes");
+    const clean = await profile(outcomeProbe.cypher);
+    expect(clean.rows).toEqual([]);
+    expect(operators(clean.plan)).toEqual(expect.arrayContaining(["NodeIndexScan"]));
+    expect(operators(clean.plan)).not.toEqual(expect.arrayContaining(["NodeByLabelScan"]));
+    expect(operators(clean.plan).some((op) => /Sort|Top/.test(op))).toBe(false);
+    expect(dbHits(clean.plan)).toBeLessThan(20);
+
+    // Two tenants' outcomes among the 20,000: the lowest tenant is named, still from the index's first entry.
+    await harness.driver.executeQuery(
+      `UNWIND [['zeta', 'z-1'], ['acme', 'a-1'], ['zeta', 'z-2']] AS pair
+       CREATE (:Outcome {tenant_id: pair[0], outcome_id: pair[1]})`,
+      {},
+      { database },
+    );
+    const found = await profile(outcomeProbe.cypher);
+    expect(found.rows).toEqual(["acme"]);
+    expect(dbHits(found.plan)).toBeLessThan(20);
+    await harness.driver.executeQuery("MATCH (o:Outcome) WHERE o.tenant_id IS NOT NULL DELETE o", {}, { database });
+  });
+
+  it("every look of either layout stops at its first row and reads no outcome but through an index", async () => {
+    const layouts = [
+      misscopedChecks(false, new Set([...CONSTRAINT_NAMES, ...TENANT_CONSTRAINT_NAMES]), false),
+      misscopedChecks(false, new Set(CONSTRAINT_NAMES), false),
+      misscopedChecks(true, new Set(TENANT_CONSTRAINT_NAMES), false),
+    ];
+    const costs: Record<string, number> = {};
+    for (const [i, { probes }] of layouts.entries()) {
+      for (const probe of probes) {
+        const { plan } = await profile(probe.cypher);
+        // Registry nodes without an index that answers are read by label; the rest stop at a first row.
+        if (probe.cypher.includes("USING INDEX") || probe.cypher.includes("IS NULL"))
+          expect(
+            operators(plan).filter((op) => /Limit|Sort|Top/.test(op)),
+            probe.label,
+          ).toEqual(["Limit"]);
+        costs[`${i}:${probe.label}`] = dbHits(plan);
+      }
+    }
+    // 200 agents are read by label where no index answers (registry nodes); 20,000 outcomes never are.
+    for (const [probe, hits] of Object.entries(costs)) expect(hits, probe).toBeLessThan(1_000);
   });
 });

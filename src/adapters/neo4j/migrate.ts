@@ -2,7 +2,7 @@ import neo4j, { type Driver } from "neo4j-driver";
 import {
   CONSTRAINT_NAMES,
   CONSTRAINTS,
-  MISSCOPED_NODE,
+  misscopedChecks,
   TENANT_CONSTRAINT_NAMES,
   TENANT_CONSTRAINTS,
 } from "../../cypher/s6-constraints.js";
@@ -22,7 +22,7 @@ export async function migrate(
 ): Promise<void> {
   for (const database of new Set(databases)) {
     const isShared = shared.has(database);
-    await refuseMisscoped(driver, database, isShared);
+    await refuseMisscoped(driver, database, isShared, await constraintNames(driver, database), true);
     if (isShared) {
       for (const name of CONSTRAINT_NAMES)
         await driver.executeQuery(`DROP CONSTRAINT ${name} IF EXISTS`, {}, { database });
@@ -46,32 +46,50 @@ export async function verifyMigrated(
 ): Promise<void> {
   for (const database of new Set(databases)) {
     const isShared = shared.has(database);
-    const { records } = await driver.executeQuery(
-      "SHOW CONSTRAINTS YIELD name RETURN collect(name) AS names",
-      {},
-      {
-        database,
-        routing: neo4j.routing.READ,
-      },
-    );
-    const present = new Set((records[0]?.get("names") as string[] | undefined) ?? []);
+    const present = await constraintNames(driver, database);
     const missing = (isShared ? TENANT_CONSTRAINT_NAMES : CONSTRAINT_NAMES).filter((name) => !present.has(name));
     if (missing.length > 0) {
       throw new FatalError(
         `database "${database}" lacks the §6 constraint(s) ${missing.join(", ")} (MIGRATE_ON_START=false); run "agent-graph-projector migrate" as a user allowed to create constraints`,
       );
     }
-    await refuseMisscoped(driver, database, isShared);
+    await refuseMisscoped(driver, database, isShared, present, false);
   }
 }
 
-async function refuseMisscoped(driver: Driver, database: string, isShared: boolean): Promise<void> {
-  const found = (await driver.executeQuery(MISSCOPED_NODE, { shared: isShared }, { database })).records[0];
-  if (!found) return;
-  const labels = String(found.get("labels"));
-  throw new FatalError(
-    isShared
-      ? `database "${database}" is shared by several tenants but holds ${labels} nodes without tenant_id, projected while it served one tenant; give each tenant its own database, or clear it and rebuild`
-      : `database "${database}" serves one tenant but holds ${labels} nodes of tenant "${String(found.get("tenant"))}", projected while several tenants shared it; serve those tenants from it again, or clear it and rebuild`,
+async function constraintNames(driver: Driver, database: string): Promise<ReadonlySet<string>> {
+  const { records } = await driver.executeQuery(
+    "SHOW CONSTRAINTS YIELD name RETURN collect(name) AS names",
+    {},
+    {
+      database,
+      routing: neo4j.routing.READ,
+    },
   );
+  return new Set((records[0]?.get("names") as string[] | undefined) ?? []);
+}
+
+/** Refuses a database holding a node projected for the other layout (s6-constraints.ts, misscopedChecks). */
+async function refuseMisscoped(
+  driver: Driver,
+  database: string,
+  isShared: boolean,
+  present: ReadonlySet<string>,
+  migrateStep: boolean,
+): Promise<void> {
+  const { probes, stale } = misscopedChecks(isShared, present, migrateStep);
+  if (stale.length > 0) {
+    throw new FatalError(
+      `database "${database}" is shared by several tenants but has the one-tenant constraint(s) ${stale.join(", ")}, which forbid two tenants the same id (MIGRATE_ON_START=false); run "agent-graph-projector migrate" as a user allowed to create constraints: it checks the database and replaces them`,
+    );
+  }
+  for (const { label, cypher } of probes) {
+    const found = (await driver.executeQuery(cypher, {}, { database })).records[0];
+    if (!found) continue;
+    throw new FatalError(
+      isShared
+        ? `database "${database}" is shared by several tenants but holds ${label} nodes without tenant_id, projected while it served one tenant; give each tenant its own database, or clear it and rebuild`
+        : `database "${database}" serves one tenant but holds ${label} nodes of tenant "${String(found.get("tenant"))}", projected while several tenants shared it; serve those tenants from it again, or clear it and rebuild`,
+    );
+  }
 }
