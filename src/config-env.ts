@@ -59,7 +59,9 @@ export const envSchema = z.object({
   SCHEMA_REGISTRY_URL: z
     .url()
     .default("http://127.0.0.1:8081/apis/ccompat/v7")
-    .describe("A Confluent-compatible schema registry's base URL."),
+    .describe(
+      "A Confluent-compatible schema registry's base URL. Credentials written into it (`user:password@`) are redacted wherever the URL is logged or printed; prefer `SCHEMA_REGISTRY_USERNAME` and `SCHEMA_REGISTRY_PASSWORD_FILE`.",
+    ),
   SCHEMA_REGISTRY_USERNAME: z.string().optional().describe("Registry basic-auth user name."),
   SCHEMA_REGISTRY_PASSWORD: optionalSecret.describe(
     "Registry basic-auth password (or `SCHEMA_REGISTRY_PASSWORD_FILE`).",
@@ -141,7 +143,9 @@ export const envSchema = z.object({
   STARTUP_TIMEOUT_MS: int(60_000, 1_000, 3_600_000).describe(
     "How long `run` waits for unreachable servers before it exits 1.",
   ),
-  SCHEMA_MISS_TTL_MS: int(60_000, 0, 86_400_000).describe("How long an unknown schema id is answered from memory."),
+  SCHEMA_MISS_TTL_MS: int(60_000, 0, 86_400_000).describe(
+    "How long an unknown schema id is answered from memory: one registry request per id per interval, shared by every stream; at most 10,000 ids are remembered (the expired, then the oldest, forgotten first).",
+  ),
   METRICS_PORT: int(9464, 0, 65535).describe("Port of `/metrics`, `/startupz`, `/healthz` and `/readyz`."),
   METRICS_HOST: z
     .string()
