@@ -56,6 +56,13 @@ describe("a start-up failure ends the process with one line naming the cause", (
       schema: JSON.stringify({ type: "record", name: "Other", fields: [{ name: "x", type: "int" }] }),
     });
     await post(`/config/${subject}`, "PUT", { compatibility: "BACKWARD" });
+    // The findings subject is ours and `run` registers it when missing; one that holds a schema ours
+    // cannot evolve from (somebody else's) is refused, and `run` must say how to set it up.
+    const findingsSubject = encodeURIComponent(`${harness.names.findings}-refused-value`);
+    await post(`/subjects/${findingsSubject}/versions`, "POST", {
+      schema: JSON.stringify({ type: "record", name: "Other", fields: [{ name: "x", type: "int" }] }),
+    });
+    await post(`/config/${findingsSubject}`, "PUT", { compatibility: "BACKWARD" });
 
     // Source topics without their retry and dead-letter topics, for a service that may not create them.
     const bare = testEnv("bare");
@@ -120,9 +127,9 @@ describe("a start-up failure ends the process with one line naming the cause", (
       line: /registering the reader schemas \(REGISTER_SCHEMAS\): registering our outcome-created schema under subject .* \(compatibility BACKWARD\) was refused: HTTP 409/,
     },
     {
-      cause: "the findings schema not registered, REGISTER_SCHEMAS=false",
-      env: () => ({ TOPIC_GOVERNANCE_FINDINGS: `${harness.names.findings}-unregistered` }),
-      line: /the governance-finding schema is not registered under subject .*-unregistered-value: register it with `agent-graph-projector schemas`/,
+      cause: "the findings subject holding a schema ours cannot evolve from",
+      env: () => ({ TOPIC_GOVERNANCE_FINDINGS: `${harness.names.findings}-refused` }),
+      line: /the governance-finding schema is not registered under subject .*-refused-value and registering it failed \(.*409.*\): register it with `agent-graph-projector schemas`/,
     },
     {
       cause: "migrations off, constraints missing",
@@ -132,7 +139,8 @@ describe("a start-up failure ends the process with one line naming the cause", (
     {
       cause: "topic creation off, retry and dead-letter topics missing",
       env: () => ({ CREATE_TOPICS_ON_START: "false", ...bareSources }),
-      line: /retry and dead-letter topic\(s\) .*registry-mutation\.retry.* do not exist \(CREATE_TOPICS_ON_START=false\); create them with "agent-graph-projector topics"/,
+      // Named after the consumer group (RETRY_DLQ_TOPIC_SCOPE=group, the default): <source>.<group>.retry.
+      line: /retry and dead-letter topic\(s\) .*registry-mutation\.[\w.-]+\.retry.* do not exist \(CREATE_TOPICS_ON_START=false\); create them with "agent-graph-projector topics"/,
     },
     {
       cause: "the metrics port already taken",
