@@ -45,9 +45,8 @@ const perPartition = (samples: readonly Sample[], name: string) =>
   );
 
 export async function probeInstance(instance: Instance): Promise<Probe> {
-  const port = Number(/"metricsPort":(\d+)/.exec(instance.output)?.[1]);
   const get = (path: string) =>
-    fetch(`http://127.0.0.1:${port}${path}`, { signal: AbortSignal.timeout(2_000) }).then(
+    fetch(`http://127.0.0.1:${instance.metricsPort}${path}`, { signal: AbortSignal.timeout(4_000) }).then(
       async (response) => ({ status: response.status, text: await response.text() }),
       () => undefined,
     );
