@@ -134,6 +134,39 @@ export function onFailure(
   return { kind: "pause", ms: backoffMs(failures, firstPauseMs, MAX_PAUSE_MS) };
 }
 
+/** What follows a crash of the Kafka consumer (kafkajs's CRASH event). */
+export type CrashDecision =
+  | { readonly kind: "kafkajs-restarts" }
+  | { readonly kind: "restart"; readonly ms: number }
+  | { readonly kind: "stop" };
+
+export interface ConsumerCrash {
+  /** kafkajs restarts its consumer itself (the event's `restart`). */
+  readonly kafkajsRestarts: boolean;
+  /** The consumer has been in the group since the service started: Kafka's settings were accepted once. */
+  readonly joinedBefore: boolean;
+  /** Crashes in a row, this one included, with no join between them. */
+  readonly crashes: number;
+}
+
+/**
+ * kafkajs restarts its consumer itself after an error it calls retriable. It gives up, and would stop
+ * the service, on some that a broker's return cures (errors.ts `classify`: a lock or request timeout
+ * in a long outage), and, once its group was joined, on "Failed to find group coordinator", which is
+ * all it says when no broker answers (it swallows each broker's connection error); at start-up that
+ * error is the group's missing ACL and stays fatal. Those restart the consumer with a backoff of 1 s
+ * doubling up to MAX_PAUSE_MS, for as long as the outage lasts; what is fatal, or not recognised,
+ * stops the service with its cause.
+ */
+export function onConsumerCrash(error: unknown, crash: ConsumerCrash): CrashDecision {
+  if (crash.kafkajsRestarts) return { kind: "kafkajs-restarts" };
+  const brokerAway =
+    classify(error) === "transient" ||
+    (crash.joinedBefore && (error as { name?: unknown } | undefined)?.name === "KafkaJSGroupCoordinatorNotFound");
+  if (brokerAway) return { kind: "restart", ms: backoffMs(crash.crashes, DEFAULT_FAILURE_PAUSE_MS, MAX_PAUSE_MS) };
+  return { kind: "stop" };
+}
+
 /**
  * The partitions of a fresh assignment to keep out of the first fetch: the source partitions of
  * streams the catch-up holds back. A fetch's size is bounded and the broker fills it in the order

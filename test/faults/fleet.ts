@@ -6,6 +6,8 @@ import { sleep } from "./settings.js";
 export class Instance {
   readonly child: ChildProcessWithoutNullStreams;
   output = "";
+  /** The port of /metrics, /readyz and /healthz, from the start-up line. */
+  metricsPort: number | undefined;
   exitCode: number | null | undefined;
   signal: NodeJS.Signals | null | undefined;
   expectedExit = false;
@@ -21,6 +23,8 @@ export class Instance {
     });
     const append = (chunk: Buffer) => {
       this.output += chunk.toString();
+      // Read before the output is trimmed: an outage's reconnect errors fill 2 MB in minutes.
+      this.metricsPort ??= Number(/"metricsPort":(\d+)/.exec(this.output)?.[1]) || undefined;
       if (this.output.length > 2_000_000) this.output = this.output.slice(-1_000_000);
     };
     this.child.stdout.on("data", append);
@@ -57,8 +61,9 @@ export class Instance {
   }
 
   async metric(name: string): Promise<number> {
-    const port = Number(/"metricsPort":(\d+)/.exec(this.output)?.[1]);
-    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(5000) })).text();
+    const text = await (
+      await fetch(`http://127.0.0.1:${this.metricsPort}/metrics`, { signal: AbortSignal.timeout(5000) })
+    ).text();
     return text
       .split("\n")
       .filter((line) => line.startsWith(`${name} `) || line.startsWith(`${name}{`))

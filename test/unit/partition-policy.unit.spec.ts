@@ -6,6 +6,7 @@ import {
   heldOnJoin,
   MAX_PAUSE_MS,
   notDuePauseMs,
+  onConsumerCrash,
   onFailure,
   progressSince,
   splitDue,
@@ -114,6 +115,45 @@ describe("failures", () => {
 
   it("pauses, rather than stops, on an error nobody recognises", () => {
     expect(onFailure(new Error("?"), 1)).toEqual({ kind: "pause", ms: 1_000 });
+  });
+});
+
+describe("consumer crashes", () => {
+  /** kafkajs's own errors, as its consumer reports them in a CRASH event. */
+  const kafkajsError = (name: string, retriable: boolean, cause?: unknown) =>
+    Object.assign(new Error(name), { name, retriable, ...(cause === undefined ? {} : { cause }) });
+  const running = { kafkajsRestarts: false, joinedBefore: true, crashes: 1 };
+
+  it("leaves the restart to kafkajs when kafkajs restarts", () => {
+    const exceeded = kafkajsError("KafkaJSNumberOfRetriesExceeded", false);
+    expect(onConsumerCrash(exceeded, { ...running, kafkajsRestarts: true })).toEqual({ kind: "kafkajs-restarts" });
+  });
+
+  it("restarts the consumer itself, with a backoff, after a lock timeout that kafkajs gives up on", () => {
+    const lock = kafkajsError("KafkaJSLockTimeout", false);
+    expect(onConsumerCrash(lock, running)).toEqual({ kind: "restart", ms: 1_000 });
+    expect(onConsumerCrash(lock, { ...running, crashes: 3 })).toEqual({ kind: "restart", ms: 4_000 });
+    expect(onConsumerCrash(lock, { ...running, crashes: 50 })).toEqual({ kind: "restart", ms: MAX_PAUSE_MS });
+  });
+
+  it("restarts after kafkajs's retries ran out on an unreachable broker, whatever wraps it", () => {
+    const refused = kafkajsError("KafkaJSConnectionError", true);
+    const exceeded = kafkajsError("KafkaJSNumberOfRetriesExceeded", false, refused);
+    const wrapped = kafkajsError("KafkaJSNonRetriableError", false, exceeded);
+    expect(onConsumerCrash(wrapped, running)).toEqual({ kind: "restart", ms: 1_000 });
+  });
+
+  it("restarts when no broker answers the coordinator lookup of a group it was in, stops at start-up", () => {
+    const notFound = kafkajsError("KafkaJSGroupCoordinatorNotFound", false);
+    expect(onConsumerCrash(notFound, running)).toEqual({ kind: "restart", ms: 1_000 });
+    // Before the first join it is the group's missing ACL (startup names it): no broker's return cures that.
+    expect(onConsumerCrash(notFound, { ...running, joinedBefore: false })).toEqual({ kind: "stop" });
+  });
+
+  it("stops the service on what no broker's return cures", () => {
+    expect(onConsumerCrash(kafkajsError("KafkaJSSASLAuthenticationError", false), running)).toEqual({ kind: "stop" });
+    expect(onConsumerCrash(new FatalError("bad credentials"), running)).toEqual({ kind: "stop" });
+    expect(onConsumerCrash(new TypeError("x is undefined"), running)).toEqual({ kind: "stop" });
   });
 });
 

@@ -1,6 +1,6 @@
 import type { Consumer, Kafka } from "kafkajs";
 import { errorMessage, FatalError } from "../../errors.js";
-import { heldOnJoin } from "../../pipeline/partition-policy.js";
+import { heldOnJoin, onConsumerCrash } from "../../pipeline/partition-policy.js";
 import { createPartitionPositions } from "../../pipeline/partition-positions.js";
 import { withTimeout } from "../../ports.js";
 import { consumedTopics, roleOfTopic, type Stream, type TopicNames } from "../../topics.js";
@@ -67,6 +67,12 @@ export function createProjectorConsumer(
     retry: { retries: 10 },
   });
   let joined = false;
+  /** Joined the group at least once, and crashes since the last join (pipeline/partition-policy.ts onConsumerCrash). */
+  let joinedBefore = false;
+  let crashes = 0;
+  let restartTimer: NodeJS.Timeout | undefined;
+  let started = false;
+  let stopping = false;
   let fetchedAt = deps.clock.now();
   let currentAssignment = new Map<string, number[]>();
   /** Held partitions kept out of the first fetch after a join (partition-policy.ts heldOnJoin). */
@@ -110,6 +116,8 @@ export function createProjectorConsumer(
 
   consumer.on(consumer.events.GROUP_JOIN, (event) => {
     joined = true;
+    joinedBefore = true;
+    crashes = 0;
     deps.metrics.recordRebalance();
     const before = currentAssignment;
     currentAssignment = new Map(Object.entries(event.payload.memberAssignment));
@@ -163,16 +171,46 @@ export function createProjectorConsumer(
       positions.skipped(`${topic}/${partition}`, role.stream, Number(highWatermark), Number(lastOffset), committedAt);
     },
   );
-  consumer.on(consumer.events.CRASH, (event) => {
+  const runOptions: Parameters<Consumer["run"]>[0] = {
+    autoCommit: true,
+    autoCommitThreshold: 1,
+    eachBatchAutoResolve: false,
+    partitionsConsumedConcurrently: options.partitionsConsumedConcurrently,
+    eachBatch: applier.eachBatch,
+  };
+  /** After a crash kafkajs gave up on: its consumer is disconnected, connected and run again here. */
+  const restartLater = (error: unknown, ms: number) => {
+    deps.logger.warn(
+      { error: errorMessage(error), crashes, restartInMs: ms },
+      "consumer crashed on an error the broker's return cures; restarting it",
+    );
+    restartTimer = setTimeout(async () => {
+      restartTimer = undefined;
+      if (stopping) return;
+      try {
+        await consumer.connect();
+        // Resolves also when joining fails: that is another CRASH, decided by the handler below.
+        await consumer.run(runOptions);
+      } catch (connectError) {
+        crashed(connectError, false);
+      }
+    }, ms);
+  };
+  const crashed = (error: unknown, kafkajsRestarts: boolean) => {
     joined = false;
-    const { error, restart } = event.payload;
-    // kafkajs restarts the consumer after an error it retries: a warning; otherwise the service stops.
-    if (restart) deps.logger.warn({ error: errorMessage(error), restart }, "consumer crashed; kafkajs restarts it");
-    else {
-      deps.logger.error({ error: errorMessage(error), restart }, "consumer crashed");
+    crashes += 1;
+    const decision = onConsumerCrash(error, { kafkajsRestarts, joinedBefore, crashes });
+    if (decision.kind === "kafkajs-restarts")
+      deps.logger.warn({ error: errorMessage(error), crashes }, "consumer crashed; kafkajs restarts it");
+    // Before start() returned, start-up fails with the cause instead (see start()).
+    else if (decision.kind === "restart" && started) {
+      if (!stopping) restartLater(error, decision.ms);
+    } else {
+      deps.logger.error({ error: errorMessage(error), restart: false }, "consumer crashed");
       deps.onFatal(error);
     }
-  });
+  };
+  consumer.on(consumer.events.CRASH, (event) => crashed(event.payload.error, event.payload.restart));
 
   return {
     async start() {
@@ -185,17 +223,14 @@ export function createProjectorConsumer(
       try {
         await consumer.connect();
         await consumer.subscribe({ topics: consumedTopics(names), fromBeginning: true });
-        await consumer.run({
-          autoCommit: true,
-          autoCommitThreshold: 1,
-          eachBatchAutoResolve: false,
-          partitionsConsumedConcurrently: options.partitionsConsumedConcurrently,
-          eachBatch: applier.eachBatch,
-        });
+        await consumer.run(runOptions);
       } finally {
         stopListening();
       }
-      if (refused === undefined) return;
+      if (refused === undefined) {
+        started = true;
+        return;
+      }
       // kafkajs reports a group authorization failure only as "Failed to find group coordinator".
       if ((refused as { name?: unknown }).name === "KafkaJSGroupCoordinatorNotFound")
         throw new FatalError(
@@ -205,6 +240,8 @@ export function createProjectorConsumer(
       throw refused;
     },
     async stop() {
+      stopping = true;
+      clearTimeout(restartTimer);
       // The batches being applied finish and commit first; past the bound they are left, and what
       // they applied without committing is redelivered (harmless: the §3 statements are idempotent).
       if (!(await applier.drain(DRAIN_BOUND_MS)))
