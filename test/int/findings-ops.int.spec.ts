@@ -27,29 +27,35 @@ describe("governance findings, operated", () => {
     harness = undefined;
   });
 
-  it("REGISTER_SCHEMAS=false only looks the findings schema up: unregistered stops start-up naming the subject", async () => {
+  it("the findings subject is ours: run registers it when missing whatever REGISTER_SCHEMAS says, and keeps one registered before as it is", async () => {
     const h = await Harness.create("findings-subject");
     harness = h;
     await h.clearGraph();
-    const topic = `findings-${randomUUID().slice(0, 8)}`;
-    const subject = `${topic}-value`;
-    const env = { TOPIC_GOVERNANCE_FINDINGS: topic, REGISTER_SCHEMAS: "false", STARTUP_TIMEOUT_MS: "15000" };
-    const versions = () =>
-      fetch(`${h.config.registry.url}/subjects/${encodeURIComponent(subject)}/versions`).then((r) => r.status);
+    const versionsOf = (subject: string) =>
+      fetch(`${h.config.registry.url}/subjects/${encodeURIComponent(subject)}/versions`).then(async (r) =>
+        r.status === 200 ? ((await r.json()) as number[]) : r.status,
+      );
 
-    await expect(h.startProjector(env)).rejects.toThrow(
-      new RegExp(
-        `the governance-finding schema is not registered under subject ${subject}: register it with \`agent-graph-projector schemas\` \\(or run once with REGISTER_SCHEMAS=true\\)$`,
-      ),
-    );
-    // A read-only principal could not have registered it; nor did we.
-    expect(await versions()).toBe(404);
+    // Missing, with REGISTER_SCHEMAS=false (which now concerns only the producers' subjects): registered.
+    const missing = `findings-${randomUUID().slice(0, 8)}`;
+    expect(await versionsOf(`${missing}-value`)).toBe(404);
+    await h.startProjector({
+      TOPIC_GOVERNANCE_FINDINGS: missing,
+      REGISTER_SCHEMAS: "false",
+      STARTUP_TIMEOUT_MS: "15000",
+    });
+    expect(await versionsOf(`${missing}-value`)).toEqual([1]);
+    await h.stopProjectors();
 
-    // Registered beforehand (as `schemas` does), the service starts and keeps the subject as it is.
-    const id = await registerFindingSchema(h.config.registry, topic);
-    await h.startProjector(env);
-    const listed = await fetch(`${h.config.registry.url}/subjects/${encodeURIComponent(subject)}/versions`);
-    expect(await listed.json()).toEqual([1]);
+    // Registered beforehand (as `schemas` does): the service starts and adds no version.
+    const registered = `findings-${randomUUID().slice(0, 8)}`;
+    const id = await registerFindingSchema(h.config.registry, registered);
+    await h.startProjector({
+      TOPIC_GOVERNANCE_FINDINGS: registered,
+      REGISTER_SCHEMAS: "false",
+      STARTUP_TIMEOUT_MS: "15000",
+    });
+    expect(await versionsOf(`${registered}-value`)).toEqual([1]);
     expect(id).toBeGreaterThan(0);
   });
 

@@ -5,11 +5,13 @@ import { join } from "node:path";
 import { AclOperationTypes, AclPermissionTypes, AclResourceTypes, ResourcePatternTypes } from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { requiredAcls } from "../../src/acls.js";
+import { ensureTopics, replicationFor, topicSpecs } from "../../src/adapters/kafka/admin.js";
 import { migrate } from "../../src/adapters/neo4j/migrate.js";
 import { loadConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import { diffGraphs } from "../../src/model/graph.js";
 import { type RunningService, startService } from "../../src/service.js";
+import { type TopicNames, topicNames } from "../../src/topics.js";
 import { stackSetScramPassword } from "../../stack/api.js";
 import { loadConfig as loadStackConfig } from "../../stack/config.js";
 import { secureProjectorEnv } from "../../stack/secure.js";
@@ -166,7 +168,21 @@ describe.skipIf(!localSecureStack)("the projector against the secured stack", ()
   }, 600_000);
 
   it("without the group's ACL the start-up fails at once, pointing at that ACL", async () => {
-    const error = await startupError({ CONSUMER_GROUP: `${harness.config.kafka.group}-not-granted` });
+    const group = `${harness.config.kafka.group}-not-granted`;
+    // Retry and dead-letter topics are named after the group (RETRY_DLQ_TOPIC_SCOPE=group): this group's
+    // exist and are granted, as an operator would set them up, so that only the group's own ACL is missing.
+    const names = topicNames({ ...harness.config.topics, scope: group });
+    const layout = {
+      partitions: harness.config.topics.partitions,
+      ...(await replicationFor(harness.admin, harness.config.topics.replicationFactor)),
+    };
+    await ensureTopics(harness.admin, topicSpecs(names, layout));
+    await grant(harness, `User:${loadStackConfig(process.env).kafkaScram.user}`, {
+      names,
+      group,
+      only: "topic",
+    });
+    const error = await startupError({ CONSUMER_GROUP: group });
     expect(error?.message).toMatch(
       /Failed to find group coordinator for group .*-not-granted: the principal may lack the Read ACL on the group/,
     );
@@ -198,9 +214,21 @@ describe.skipIf(!localSecureStack)("the projector against the secured stack", ()
   }, 90_000);
 });
 
-/** Grants `principal` the ACLs `run` needs with migrations and topic creation off, and nothing else. */
-async function grant(harness: Harness, principal: string): Promise<void> {
-  const acls = requiredAcls(harness.names, harness.config.kafka.group, { createTopics: false, reconcile: false });
+/**
+ * Grants `principal` the ACLs `run` needs with migrations and topic creation off, and nothing else; for
+ * another group's names (`target`), optionally only the topics' ACLs.
+ */
+async function grant(
+  harness: Harness,
+  principal: string,
+  target: { names: TopicNames; group: string; only?: "topic" } = {
+    names: harness.names,
+    group: harness.config.kafka.group,
+  },
+): Promise<void> {
+  const acls = requiredAcls(target.names, target.group, { createTopics: false, reconcile: false }).filter(
+    (acl) => target.only === undefined || acl.resource === target.only,
+  );
   await harness.admin.createAcls({
     acl: acls.flatMap((acl) =>
       acl.operations.map((operation) => ({
