@@ -115,6 +115,15 @@ export const envSchema = z.object({
   FINDINGS_SWEEP_INTERVAL_MS: int(30_000, 500, 3_600_000).describe(
     "How often `run` publishes any finding the graph holds unpublished that no commit asked for (a transaction whose answer was lost, the end of a stop's drain).",
   ),
+  FINDINGS_JUDGE_INTERVAL_MS: int(1_000, 100, 600_000).describe(
+    "How often `run` judges the escalations and registry changes applied since the last round, each at its own event time, once the registry has been applied past it (one instance per group judges: the owner of the registry topic's partition 0).",
+  ),
+  FINDINGS_ALLOWED_LATENESS_MS: int(5_000, 0, 3_600_000).describe(
+    "How long after its `occurred_at` a registry change may reach its topic and still count as on time. An escalation is judged once the registry partitions were caught up at least this long after its `observed_at`, so it is also the least a finding waits; a change later than that brings its findings marked `late`.",
+  ),
+  FINDINGS_MAX_WAIT_MS: int(600_000, 1_000, 86_400_000).describe(
+    "The longest an escalation waits for a registry partition that stays behind: then everything waiting is judged against the registry as applied, and what the partition brings later comes as `late` findings.",
+  ),
   TENANTS: commaList("default")
     .refine((list) => list.length > 0, "needs at least one tenant")
     .describe("Comma list of `tenant` or `tenant=database`."),

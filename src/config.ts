@@ -97,6 +97,11 @@ const configSchema = envSchema.transform((env) => ({
   terminalAgentIds: env.TERMINAL_AGENT_IDS,
   findingsEnabled: env.FINDINGS_ENABLED,
   findingsSweepIntervalMs: env.FINDINGS_SWEEP_INTERVAL_MS,
+  findingsJudge: {
+    intervalMs: env.FINDINGS_JUDGE_INTERVAL_MS,
+    allowedLatenessMs: env.FINDINGS_ALLOWED_LATENESS_MS,
+    maxWaitMs: env.FINDINGS_MAX_WAIT_MS,
+  },
   metrics: { port: env.METRICS_PORT, host: env.METRICS_HOST },
   logLevel: env.LOG_LEVEL,
   batch: {

@@ -9,6 +9,7 @@ import { type Config, sharedDatabases } from "../config.js";
 import { errorMessage } from "../errors.js";
 import type { AppLogger } from "../logger.js";
 import { validationRules } from "../model/validate.js";
+import { createEventTimeJudge, judgedDatabases } from "../pipeline/event-time-judge.js";
 import { type GraphWriter, noopMetrics } from "../ports.js";
 import { reconcileRegistry } from "../reconcile/reconcile.js";
 import { action, cliContext } from "./context.js";
@@ -34,6 +35,8 @@ export function registerReconcile(program: Command): void {
         try {
           let total = 0;
           const tenants: Record<string, unknown>[] = [];
+          // Every registry record on the topic before this moment is read, and a repair applies it.
+          const readFrom = Date.now();
           for (const route of config.tenants) {
             const result = await reconcileRegistry({
               reader: createTopicReader(createKafka(config.kafka, logger)),
@@ -64,6 +67,7 @@ export function registerReconcile(program: Command): void {
           if (total > 0 && !options.repair) process.exitCode = exitCode("drift");
           let published = 0;
           if (options.repair && config.findingsEnabled) {
+            await judgeRepairs(config, logger, graph, readFrom);
             published = await publishFindings(config, logger, graph);
             if (published > 0 && !options.json) process.stdout.write(`published ${published} finding(s)\n`);
           }
@@ -73,6 +77,22 @@ export function registerReconcile(program: Command): void {
         }
       }),
     );
+}
+
+/**
+ * What a repair changed is judged at once (pipeline/event-time-judge.ts), as the service's next round
+ * would: the topic was read to its end, so the registry is complete up to when the reading began.
+ */
+async function judgeRepairs(config: Config, logger: AppLogger, graph: GraphWriter, readFrom: number): Promise<void> {
+  await createEventTimeJudge({
+    graph,
+    databases: judgedDatabases(config.tenants),
+    watermark: async () => readFrom - config.findingsJudge.allowedLatenessMs,
+    judges: () => true,
+    maxWaitMs: config.findingsJudge.maxWaitMs,
+    logger,
+    recorded: () => {},
+  }).round();
 }
 
 /**

@@ -36,7 +36,8 @@ MERGE (f:Finding {${scopedKey(scoped, "row.tenant_id")}finding_id: row.finding_i
                 f.target_outcome_id = row.target_outcome_id,
                 f.registry_version  = toInteger(row.registry_version),
                 f.registry_occurred_at = ${atOrNull("row.registry_occurred_at")},
-                f.late            = coalesce(row.late, false)
+                f.late            = coalesce(row.late, false),
+                f.episode         = toInteger(row.episode)
 RETURN row.finding_id AS finding_id, row.tenant_id AS tenant_id, row.kind AS kind, existed
 `;
 

@@ -15,6 +15,8 @@ import { scopedKey } from "./tenant.js";
  * No rebuild wipes it: the compacted registry topic keeps only each agent's latest record, so the
  * history could not be rebuilt from it; replayed records MERGE the changes they name again, a no-op.
  * Retention: a change older than the retention can go, except the newest one in force before it.
+ * `unjudged` (the time it was marked) leaves the change for the event-time judge: what it ends or opens
+ * (pipeline/event-time-judge.ts), which removes the mark and notes whether it came late.
  */
 export const recordRegistryChanges = (scoped: boolean): string => `
 UNWIND $rows AS row
@@ -22,13 +24,15 @@ MERGE (c:RegistryChange {${scopedKey(scoped, "row.tenant_id")}agent_id: row.agen
   ON CREATE SET c.tenant_id   = row.tenant_id,
                 c.occurred_at = datetime({epochMillis: toInteger(row.occurred_at)}),
                 c.declared    = row.declared,
-                c.deleted     = row.deleted
+                c.deleted     = row.deleted,
+                c.unjudged    = timestamp()
 WITH c, row
 CALL (c, row) {
   WITH c, row WHERE row.deleted AND NOT c.deleted
   SET c.occurred_at = datetime({epochMillis: toInteger(row.occurred_at)}),
       c.declared    = [],
-      c.deleted     = true
+      c.deleted     = true,
+      c.unjudged    = timestamp()
 }
 `;
 
@@ -37,6 +41,6 @@ export const REGISTRY_HISTORY = `
 UNWIND $agents AS agent
 MATCH (c:RegistryChange {tenant_id: agent.tenant_id, agent_id: agent.agent_id})
 RETURN c.tenant_id AS tenant_id, c.agent_id AS agent_id, c.registry_version AS registry_version,
-       c.occurred_at.epochMillis AS occurred_at, c.declared AS declared
+       c.occurred_at.epochMillis AS occurred_at, c.declared AS declared, coalesce(c.late, false) AS late
 ORDER BY tenant_id, agent_id, registry_version
 `;

@@ -87,6 +87,10 @@ SET e.observed_at = CASE WHEN e.observed_at IS NULL OR first_seen < e.observed_a
  * marker is created, which makes them depend on arrival order. Here recorded_at keeps the pair's
  * earliest observation and last_observed_at the latest observation between the two agents — the
  * same values in-order delivery gives, whatever order records actually arrive in.
+ *
+ * `obs.unjudged` (the time it was marked) leaves the observation for the event-time judge
+ * (pipeline/event-time-judge.ts), which decides at its recorded_at whether the registry declared the
+ * edge then and removes the mark; an earlier observation of the same pair marks it again.
  */
 export const OBSERVED_HALF = `WITH row, source, target, from, to,
      datetime({epochMillis: toInteger(row.first_observed_at)}) AS first_seen,
@@ -96,8 +100,10 @@ MERGE (from)-[r:CAN_ESCALATE_TO]->(to)
   ON CREATE SET r.declared = false, r.observed_count = 0
 MERGE (source)-[obs:OBSERVED]->(target)
   ON CREATE SET r.observed_count = r.observed_count + 1,
-                obs.recorded_at  = first_seen
+                obs.recorded_at  = first_seen,
+                obs.unjudged     = timestamp()
 SET r.last_observed_at = CASE WHEN r.last_observed_at IS NULL OR r.last_observed_at < last_seen THEN last_seen ELSE r.last_observed_at END,
+    obs.unjudged       = CASE WHEN first_seen < obs.recorded_at THEN timestamp() ELSE obs.unjudged END,
     obs.recorded_at    = CASE WHEN first_seen < obs.recorded_at THEN first_seen ELSE obs.recorded_at END`;
 
 export const ESCALATION = escalation(false);

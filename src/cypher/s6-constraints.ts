@@ -21,6 +21,16 @@ const FINDING_SOURCE_INDEX =
   "CREATE INDEX finding_tenant_source IF NOT EXISTS FOR (f:Finding) ON (f.tenant_id, f.source_agent_id)";
 const FINDING_PUBLISHED_INDEX = "CREATE INDEX finding_published IF NOT EXISTS FOR (f:Finding) ON (f.published)";
 const FINDING_RESOLVES_INDEX = "CREATE INDEX finding_resolves IF NOT EXISTS FOR (f:Finding) ON (f.resolves)";
+/**
+ * What the event-time judge (pipeline/event-time-judge.ts) looks up each round: the observations and
+ * registry changes not judged yet (a property only those carry, so the index holds just them), and the
+ * observations at or after a registry change's time, which a late change re-judges.
+ */
+const JUDGE_INDEXES = [
+  "CREATE INDEX observed_unjudged IF NOT EXISTS FOR ()-[o:OBSERVED]-() ON (o.unjudged)",
+  "CREATE INDEX observed_recorded_at IF NOT EXISTS FOR ()-[o:OBSERVED]-() ON (o.recorded_at)",
+  "CREATE INDEX registry_change_unjudged IF NOT EXISTS FOR (c:RegistryChange) ON (c.unjudged)",
+];
 
 export const CONSTRAINTS: readonly string[] = [
   "CREATE CONSTRAINT agent_agent_id IF NOT EXISTS FOR (a:Agent) REQUIRE a.agent_id IS UNIQUE",
@@ -33,6 +43,7 @@ export const CONSTRAINTS: readonly string[] = [
   FINDING_SOURCE_INDEX,
   FINDING_PUBLISHED_INDEX,
   FINDING_RESOLVES_INDEX,
+  ...JUDGE_INDEXES,
 ];
 
 export const CONSTRAINT_NAMES: readonly string[] = [
@@ -61,6 +72,7 @@ export const TENANT_CONSTRAINTS: readonly string[] = [
   FINDING_SOURCE_INDEX,
   FINDING_PUBLISHED_INDEX,
   FINDING_RESOLVES_INDEX,
+  ...JUDGE_INDEXES,
 ];
 
 export const TENANT_CONSTRAINT_NAMES: readonly string[] = [

@@ -9,7 +9,8 @@ export type StatementName =
   | "rebuild-wipe"
   | "reachability"
   | "registry-history"
-  | "findings";
+  | "findings"
+  | "judge-marks";
 
 /** One Cypher statement applying a whole batch: `UNWIND $rows AS row`, every value a parameter. */
 export interface Statement {

@@ -266,7 +266,12 @@ export function judgeEscalations(input: JudgeInput): JudgeOutput {
       f.source_agent_id,
       f.target_agent_id,
       f.episode,
-      { registry_version: end.registry_version, registry_occurred_at: end.occurred_at, late: end.late === true },
+      {
+        registry_version: end.registry_version,
+        registry_occurred_at: end.occurred_at,
+        // A correction comes as a pair: the resolution of an episode a late change opened is late too.
+        late: end.late === true || episode?.opened_by?.late === true,
+      },
     );
     found.set(resolution.finding_id, resolution);
   }
@@ -278,6 +283,17 @@ export interface PartitionProgress {
   readonly applied_at: number | null;
   /** Its committed offset is at its high watermark: nothing waits on it, so it holds nothing back. */
   readonly caught_up: boolean;
+}
+
+/**
+ * The service's registry watermark, from the group's lag on the registry partitions as polled at
+ * `polledAt`: when every partition was caught up, every record on the topic then has been applied, and a
+ * record written later must have occurred_at ≥ polledAt − `allowedLatenessMs` to be on time (the
+ * lateness a producer may take to get a change onto the topic). A partition behind holds it at −∞ (its
+ * progress in event time is not known across instances): the judge waits, at most its max wait.
+ */
+export function watermarkFromLag(lags: readonly number[], polledAt: number, allowedLatenessMs: number): number {
+  return lags.every((lag) => lag <= 0) ? polledAt - allowedLatenessMs : Number.NEGATIVE_INFINITY;
 }
 
 /**

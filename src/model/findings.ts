@@ -4,16 +4,16 @@ import { agentKey } from "./reach.js";
 /**
  * Governance findings: §4's questions answered when their answer changes.
  *
- * - `undeclared-escalation`: a CAN_ESCALATE_TO edge gained its first observation (§3.4) while the
- *   registry had not declared it.
- * - `undeclared-escalation-resolved`: §3.2 later declared that edge.
+ * - `undeclared-escalation`: an escalation observed (§3.4) when, at its observed_at, the registry did
+ *   not declare its edge: one per undeclared episode of the edge (model/event-time-findings.ts).
+ * - `undeclared-escalation-resolved`: a later registry change declared that edge again.
  * - `terminal-unreachable`: a registry change left an agent that reached a control terminal over
  *   declared edges with no such path (see terminalTransitions).
  * - `terminal-unreachable-resolved`: a later registry change gave it a path again.
  *
- * An undeclared escalation's transition happens at most once per edge (observed_count never goes back
- * to 0, and a resolution needs the open finding), so its id is its tenant, kind and the edge's two
- * agents. An agent can lose and regain its path many times, so a terminal finding's id adds the
+ * An undeclared escalation's id is its tenant, kind and the edge's two agents, plus the registry
+ * version that opened its episode when a revocation did (the first episode keeps the id an edge always
+ * had). An agent can lose and regain its path many times, so a terminal finding's id adds the
  * registry change that caused the transition (the changed agent and its registry version): a change
  * applies once, whatever order, batching or number of deliveries its record came in. Everything a
  * finding says follows from what its id is made of, so two writes of it never differ.
@@ -113,77 +113,6 @@ export function terminalFinding(
     target_agent_id: cause.agent_id,
     resolves,
   };
-}
-
-/** One row §3.4 returned, with the tenant of the event it came from. */
-export interface ObservedRow {
-  readonly tenant_id: string;
-  readonly already_counted: boolean;
-  readonly from_agent: string;
-  readonly to_agent: string;
-  readonly observed_count: number;
-  readonly declared: boolean;
-  /** The escalation this row counted: the evidence of a finding it opens. */
-  readonly evidence?: Pick<FindingEvidence, "observed_at" | "source_outcome_id" | "target_outcome_id">;
-}
-
-/**
- * The edges whose first observation this transaction counted while undeclared. Several rows of one
- * statement may count on the same edge; the last row Neo4j projected saw every increment, so the
- * highest observed_count among them is the edge's count after the statement, and the count before it
- * is that minus the rows this statement counted. Only when that is 0 did the edge gain its first
- * observation here. A concurrent transaction counting on the same edge waits for the edge's lock and
- * sees this one's increments, so only one of them finds the count started at 0.
- */
-export function undeclaredEscalations(rows: readonly ObservedRow[]): Finding[] {
-  const edges = new Map<string, { row: ObservedRow; counted: number; highest: number }>();
-  for (const row of rows) {
-    const key = JSON.stringify([row.tenant_id, row.from_agent, row.to_agent]);
-    const edge = edges.get(key) ?? { row, counted: 0, highest: 0 };
-    if (!row.already_counted) {
-      // The earliest escalation counted here is the evidence.
-      if (edge.counted === 0 || (row.evidence?.observed_at ?? Infinity) < (edge.row.evidence?.observed_at ?? Infinity))
-        edge.row = row;
-      edge.counted += 1;
-    }
-    edge.highest = Math.max(edge.highest, row.observed_count);
-    edges.set(key, edge);
-  }
-  const found: Finding[] = [];
-  for (const { row, counted, highest } of edges.values()) {
-    if (counted > 0 && highest - counted === 0 && row.declared === false)
-      found.push({ ...finding(row.tenant_id, "undeclared-escalation", row.from_agent, row.to_agent), ...row.evidence });
-  }
-  return found;
-}
-
-/** One §3.2 row: an agent and the targets it declared that were undeclared and already observed. */
-export interface DeclaredRow {
-  readonly tenant_id: string;
-  readonly agent_id: string;
-  readonly declared_observed: readonly string[];
-  /** The change that declared them (the resolution's evidence). */
-  readonly registry_version?: number;
-  readonly registry_occurred_at?: number;
-}
-
-/**
- * The resolutions §3.2's declarations may bring: one per edge it declared that had observations.
- * Written only where the open finding exists (cypher/findings.ts), so an edge declared before it was
- * ever observed, or declared again by a rebuild, resolves nothing.
- */
-export function escalationResolutions(rows: readonly DeclaredRow[]): Finding[] {
-  const found = new Map<string, Finding>();
-  for (const row of rows)
-    for (const target of row.declared_observed) {
-      const resolution: Finding = {
-        ...finding(row.tenant_id, "undeclared-escalation-resolved", row.agent_id, target),
-        registry_version: row.registry_version ?? null,
-        registry_occurred_at: row.registry_occurred_at ?? null,
-      };
-      found.set(resolution.finding_id, resolution);
-    }
-  return [...found.values()];
 }
 
 /** One agent a registry change could affect, before the change (cypher/terminal-reach.ts `reachBefore`). */

@@ -2,8 +2,6 @@ import { escalation } from "../cypher/s3_4-escalation-observed.js";
 import type { Statement, StatementResult } from "../cypher/statement.js";
 import type { EscalationEdge } from "../model/events.js";
 import { applied, deferred, type Fate, unchanged } from "../model/fate.js";
-import { undeclaredEscalations } from "../model/findings.js";
-import { findingStatements } from "./findings.js";
 import { copyFateToDuplicates, type Indexed, type Plan } from "./plan.js";
 
 // A type rather than an interface: the rows go into the statement's parameters as they are.
@@ -23,7 +21,6 @@ type PairRow = {
  */
 export function projectEscalations(events: readonly Indexed<EscalationEdge>[], scoped = false): Plan {
   const pairs = new Map<string, PairRow>();
-  const tenantOf = new Map<number, string>();
   const duplicates = new Map<number, number[]>();
   for (const { i, event } of events) {
     // Length-prefixed, so no two (tenant, source, target) triples share a key whatever their ids hold.
@@ -36,7 +33,6 @@ export function projectEscalations(events: readonly Indexed<EscalationEdge>[], s
       duplicates.set(row.i, [...(duplicates.get(row.i) ?? []), i]);
       continue;
     }
-    tenantOf.set(i, event.tenant_id);
     pairs.set(key, {
       i,
       ...(scoped ? { tenant_id: event.tenant_id } : {}),
@@ -55,35 +51,12 @@ export function projectEscalations(events: readonly Indexed<EscalationEdge>[], s
   );
   const statements: Statement[] =
     rows.length === 0 ? [] : [{ name: "3.4", cypher: escalation(scoped), params: { rows } }];
-  const rowOf = new Map(rows.map((row) => [row.i, row]));
-  const evidenceOf = (i: number) => {
-    const row = rowOf.get(i);
-    return row
-      ? {
-          observed_at: row.first_observed_at,
-          source_outcome_id: row.source_outcome_id,
-          target_outcome_id: row.target_outcome_id,
-        }
-      : undefined;
-  };
-  // The rows §3.4 ran on: both outcomes produced, by two different agents.
+  // The rows §3.4 ran on: both outcomes produced, by two different agents. Whether an escalation was
+  // authorised is decided later, at its own observed_at (pipeline/event-time-judge.ts): §3.4 marks it.
   const observed = (results: readonly StatementResult[]) =>
     (results[0]?.records ?? []).filter((record) => record.produced === true && record.same_agent === false);
   return {
     statements,
-    // §3.4's rows say which edges gained their first observation here while undeclared.
-    followUp(results: readonly StatementResult[]) {
-      const rows = observed(results).map((record) => ({
-        tenant_id: tenantOf.get(Number(record.i)) as string,
-        already_counted: record.already_counted === true,
-        from_agent: String(record.from_agent),
-        to_agent: String(record.to_agent),
-        observed_count: Number(record.observed_count),
-        declared: record.declared === true,
-        evidence: evidenceOf(Number(record.i)),
-      }));
-      return findingStatements(undeclaredEscalations(rows), scoped);
-    },
     fates(results: readonly StatementResult[]) {
       const outcomes = new Map<number, { produced: boolean; sameAgent: boolean }>();
       for (const record of results[0]?.records ?? []) {

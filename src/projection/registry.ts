@@ -5,8 +5,7 @@ import type { Statement, StatementResult } from "../cypher/statement.js";
 import { registryChange } from "../model/event-time-findings.js";
 import type { RegistryEvent, RegistrySnapshot } from "../model/events.js";
 import { applied, type Fate, stale, unchanged } from "../model/fate.js";
-import { type AppliedChange, escalationResolutions } from "../model/findings.js";
-import { findingStatements } from "./findings.js";
+import type { AppliedChange } from "../model/findings.js";
 import { type Indexed, type Plan, returnedIndexes } from "./plan.js";
 import { reachAfterStatements, reachBeforeStatement } from "./terminal-findings.js";
 
@@ -138,34 +137,19 @@ export function projectRegistry(
   if (history) statements.push(history);
   return {
     statements,
-    // §3.2's rows name the observed edges each declared: those may resolve undeclared-escalation findings.
-    followUp(results: readonly StatementResult[]) {
-      const rows = statements.flatMap((statement, position) => {
-        if (statement.name !== "3.2") return [];
-        const rowOf = new Map(statement.params.rows.map((row) => [Number(row.i), row]));
-        return (results[position]?.records ?? []).map((record) => {
-          const row = rowOf.get(Number(record.i));
-          return {
-            tenant_id: String(row?.tenant_id),
-            agent_id: String(row?.agent_id),
-            declared_observed: (record.declared_observed as string[] | undefined) ?? [],
-            registry_version: Number(row?.registry_version),
-            registry_occurred_at: Number(row?.occurred_at),
-          };
-        });
-      });
-      const resolutions = findingStatements(escalationResolutions(rows), scoped);
-      if (!judgesReach) return resolutions;
-      return [
-        ...resolutions,
-        ...reachAfterStatements(
-          results[0] as StatementResult,
-          appliedChanges(statements, results),
-          scoped,
-          terminalIds,
-        ),
-      ];
-    },
+    // Undeclared escalations and their resolutions are judged at event time from the history this
+    // transaction adds to (pipeline/event-time-judge.ts); what it judges here is terminal reachability.
+    ...(judgesReach
+      ? {
+          followUp: (results: readonly StatementResult[]) =>
+            reachAfterStatements(
+              results[0] as StatementResult,
+              appliedChanges(statements, results),
+              scoped,
+              terminalIds,
+            ),
+        }
+      : {}),
     fates(results: readonly StatementResult[]) {
       const fates = new Map<number, Fate>();
       statements.forEach((statement, position) => {

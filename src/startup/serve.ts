@@ -9,6 +9,13 @@ import type { PrometheusMetrics } from "../adapters/metrics/prometheus.js";
 import { createRegistryPing } from "../adapters/registry/schema-registry.js";
 import { sharedDatabases } from "../config.js";
 import { errorMessage } from "../errors.js";
+import { watermarkFromLag } from "../model/event-time-findings.js";
+import {
+  createEventTimeJudge,
+  type EventTimeJudge,
+  judgedDatabases,
+  noEventTimeJudge,
+} from "../pipeline/event-time-judge.js";
 import type { GraphWriter } from "../ports.js";
 import { reconcileRegistry } from "../reconcile/reconcile.js";
 import { scheduleReconciliation } from "../reconcile/schedule.js";
@@ -99,6 +106,8 @@ export async function serve(
   // what a commit leaves unpublished without asking, within an interval (stop() ends the sweep).
   built.findings.recorded();
   built.findings.sweepEvery(config.findingsSweepIntervalMs);
+  const judge = judgeAtEventTime(ctx, names, parts);
+  ctx.opened(() => judge.stop());
   await ctx.step(brokers, () => hold.start());
   ctx.opened(() => consumer.stop());
   await ctx.step(`${brokers} (joining group ${config.kafka.group})`, () => consumer.start());
@@ -115,8 +124,49 @@ export async function serve(
 
   return running(ctx, {
     ...parts,
-    stopSchedules: [() => lag.stop(), () => health.stop(), () => hold.stop(), () => reconciliation.stop()],
+    stopSchedules: [
+      () => lag.stop(),
+      () => health.stop(),
+      () => hold.stop(),
+      () => reconciliation.stop(),
+      () => judge.stop(),
+    ],
   });
+}
+
+/**
+ * The event-time judge's rounds (pipeline/event-time-judge.ts), on the instance that owns the registry
+ * topic's partition 0, against the watermark the group's lag on the registry partitions gives.
+ */
+function judgeAtEventTime(
+  ctx: StartupContext,
+  names: TopicNames,
+  parts: { readonly metrics: PrometheusMetrics; readonly graph: GraphWriter; readonly built: BuiltConsumer },
+): EventTimeJudge {
+  const { config, logger, clock } = ctx;
+  const { metrics, graph, built } = parts;
+  if (!config.findingsEnabled) return noEventTimeJudge;
+  const registry = names.source["registry-mutation"];
+  const judge = createEventTimeJudge({
+    graph,
+    databases: judgedDatabases(config.tenants),
+    async watermark() {
+      const polledAt = clock.now();
+      const lags = await built.lag.poll();
+      const registryLags = lags.filter((lag) => lag.topic === registry).map((lag) => lag.lag);
+      return watermarkFromLag(registryLags, polledAt, config.findingsJudge.allowedLatenessMs);
+    },
+    judges: () => built.consumer.assignment().get(registry)?.includes(0) === true,
+    maxWaitMs: config.findingsJudge.maxWaitMs,
+    clock,
+    logger,
+    recorded(found) {
+      for (const { tenant, kind } of found) metrics.recordFinding(tenant, kind);
+      built.findings.recorded();
+    },
+  });
+  judge.every(config.findingsJudge.intervalMs);
+  return judge;
 }
 
 /** The started service: stop() winds it down in order; a fatal consumer error stops it and rejects `done`. */

@@ -5,10 +5,13 @@ import { readTopicsToEnd } from "../../src/adapters/kafka/read-topic.js";
 import { registerFindingSchema } from "../../src/adapters/registry/findings-subject.js";
 import { LIST_FINDINGS } from "../../src/cypher/findings.js";
 import { type Finding, finding } from "../../src/model/findings.js";
-import { escalation, outcome, snapshot } from "../support/builders.js";
+import { atSecond, escalation, outcome, snapshot } from "../support/builders.js";
 import { runCli } from "../support/cli.js";
 import { Harness } from "../support/harness.js";
 import { until } from "../support/until.js";
+
+const BEFORE_THE_ESCALATIONS = atSecond(0);
+const AFTER_THE_ESCALATIONS = atSecond(200);
 
 /** The finding ids on the findings topic now. */
 async function publishedIds(h: Harness): Promise<string[]> {
@@ -112,8 +115,8 @@ describe("governance findings, operated", () => {
     const resolved = finding("default", "undeclared-escalation-resolved", B, C);
     await h.startProjector();
     await h.publish([
-      snapshot(B, { escalation_path: [] }),
-      snapshot(C, { escalation_path: [] }),
+      snapshot(B, { escalation_path: [], occurred_at: BEFORE_THE_ESCALATIONS }),
+      snapshot(C, { escalation_path: [], occurred_at: BEFORE_THE_ESCALATIONS }),
       outcome("rp-o-b", B),
       outcome("rp-o-c", C),
       escalation("rp-o-b", "rp-o-c", 100),
@@ -122,7 +125,8 @@ describe("governance findings, operated", () => {
     await until("the finding published", async () => (await publishedIds(h)).includes(opened.finding_id));
     // The registry declares B→C while no instance runs: the graph drifts, and only a repair applies it.
     await h.stopProjectors();
-    await h.publish([snapshot(B, { registry_version: 2, escalation_path: [C] })]);
+    // Declared after the escalation (observed at second 100), so it resolves the finding.
+    await h.publish([snapshot(B, { registry_version: 2, escalation_path: [C], occurred_at: AFTER_THE_ESCALATIONS })]);
 
     const repair = await runCli(h.env, ["reconcile", "--repair"], 90_000);
     expect(repair.code, repair.output).toBe(0);

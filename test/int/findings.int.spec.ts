@@ -4,9 +4,10 @@ import { listFindings } from "../../src/cli/findings.js";
 import { LIST_FINDINGS } from "../../src/cypher/findings.js";
 import type { ProjectorEvent } from "../../src/model/events.js";
 import { type Finding, finding } from "../../src/model/findings.js";
-import { escalation, outcome, snapshot } from "../support/builders.js";
+import { atSecond, escalation, outcome, snapshot } from "../support/builders.js";
 import { byFindingId, findingContent, graphFindings, waitForPublished } from "../support/findings.js";
 import { Harness } from "../support/harness.js";
+import { until } from "../support/until.js";
 
 /**
  * Governance findings on real servers. The scenario, computed by hand:
@@ -18,10 +19,12 @@ const A = "cl-agt-001";
 const B = "cl-agt-002";
 const C = "cl-agt-003";
 
+// Undeclared escalations are judged at their observed_at (seconds 100-103): v1 is in force from
+// second 0, v2 from second 200.
 const phaseOne = (): ProjectorEvent[] => [
-  snapshot(A, { escalation_path: [B] }),
-  snapshot(B, { escalation_path: [] }),
-  snapshot(C, { escalation_path: [] }),
+  snapshot(A, { escalation_path: [B], occurred_at: atSecond(0) }),
+  snapshot(B, { escalation_path: [], occurred_at: atSecond(0) }),
+  snapshot(C, { escalation_path: [], occurred_at: atSecond(0) }),
   outcome("o-a1", A),
   outcome("o-a2", A),
   outcome("o-b1", B),
@@ -32,7 +35,9 @@ const phaseOne = (): ProjectorEvent[] => [
   escalation("o-a2", "o-c2", 102),
   escalation("o-b1", "o-c1", 103),
 ];
-const phaseTwo = (): ProjectorEvent[] => [snapshot(B, { registry_version: 2, escalation_path: [C] })];
+const phaseTwo = (): ProjectorEvent[] => [
+  snapshot(B, { registry_version: 2, escalation_path: [C], occurred_at: atSecond(200) }),
+];
 
 const EXPECTED: Finding[] = [
   finding("default", "undeclared-escalation", A, C),
@@ -133,6 +138,8 @@ describe("governance findings, on real servers", () => {
     await h.startProjector({ CREATE_TOPICS_ON_START: "false" });
     await h.publish(phaseOne());
     await h.waitForCaughtUp();
+    // Judged at event time, a round after the commit.
+    await until("the two findings recorded", async () => (await graphFindings(h)).length === 2);
     const before = await graphFindings(h);
     expect(before.filter((f) => f.kind === "undeclared-escalation")).toHaveLength(2);
     expect(before.every((f) => f.published === false)).toBe(true);
@@ -158,7 +165,7 @@ describe("governance findings, on real servers", () => {
     const of = (tenant_id: string) => (event: ProjectorEvent) => ({ ...event, tenant_id }) as ProjectorEvent;
     // globex declares 001→003, acme does not; both observe it.
     const globex = phaseOne().map(of("globex"));
-    globex[0] = { ...snapshot(A, { escalation_path: [B, C] }), tenant_id: "globex" };
+    globex[0] = { ...snapshot(A, { escalation_path: [B, C], occurred_at: atSecond(0) }), tenant_id: "globex" };
     await h.publish([...phaseOne().map(of("acme")), ...globex]);
     await h.waitForCaughtUp();
     const acme = [finding("acme", "undeclared-escalation", A, C), finding("acme", "undeclared-escalation", B, C)];

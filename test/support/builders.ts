@@ -2,7 +2,12 @@ import type { EscalationEdge, OutcomeCreated, RegistrySnapshot, RegistryTombston
 import { type TopicNames, topicNames } from "../../src/topics.js";
 
 let seq = 0;
-const at = (n: number) => Date.UTC(2026, 0, 1) + n * 1000;
+/**
+ * The builders' clock: second n of the tests' day. Snapshots and outcomes default to their sequence
+ * number, escalations to second 100; a test about event time sets the times it is about.
+ */
+export const atSecond = (n: number): number => Date.UTC(2026, 0, 1) + n * 1000;
+const at = atSecond;
 
 /** A registry snapshot with sensible defaults; tests override what they are about. */
 export function snapshot(agent_id: string, overrides: Partial<RegistrySnapshot> = {}): RegistrySnapshot {

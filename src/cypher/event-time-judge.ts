@@ -1,0 +1,98 @@
+import { scopedKey } from "./tenant.js";
+
+/**
+ * What the event-time judge (pipeline/event-time-judge.ts) reads and writes: undeclared escalations
+ * decided at each escalation's own observed_at against the registry's history (registry-history.ts),
+ * not at the moment the record happened to be applied.
+ *
+ * §3.4 marks every new observation between two agents (`obs.unjudged`, the wall time it was marked) and
+ * the history marks every new registry change (`c.unjudged`); both are indexed (s6-constraints.ts), so a
+ * round finds its work without a scan. Nothing here touches §3's nodes or edges. `$tenant` names the
+ * tenant of a database that serves one, whose nodes carry no tenant_id (null on a shared database).
+ */
+
+/**
+ * Observations not judged yet whose time is below `$watermark` (null: all of them), oldest mark first:
+ * the edge's two agents and the evidence.
+ */
+export const UNJUDGED_OBSERVATIONS = `
+MATCH (source:Outcome)-[obs:OBSERVED]->(target:Outcome)
+WHERE obs.unjudged IS NOT NULL
+  AND ($watermark IS NULL OR obs.recorded_at < datetime({epochMillis: toInteger($watermark)}))
+WITH source, target, obs
+ORDER BY obs.unjudged
+LIMIT toInteger($limit)
+MATCH (source)<-[:PRODUCED]-(a:Agent)
+MATCH (target)<-[:PRODUCED]-(b:Agent)
+RETURN coalesce(a.tenant_id, $tenant) AS tenant_id, a.agent_id AS source_agent_id, b.agent_id AS target_agent_id,
+       obs.recorded_at.epochMillis AS observed_at, source.outcome_id AS source_outcome_id,
+       target.outcome_id AS target_outcome_id, obs.unjudged AS unjudged
+`;
+
+/** Registry changes not judged yet whose time is below `$watermark` (null: all), oldest mark first. */
+export const UNJUDGED_CHANGES = `
+MATCH (c:RegistryChange)
+WHERE c.unjudged IS NOT NULL
+  AND ($watermark IS NULL OR c.occurred_at < datetime({epochMillis: toInteger($watermark)}))
+RETURN c.tenant_id AS tenant_id, c.agent_id AS agent_id, c.registry_version AS registry_version,
+       c.occurred_at.epochMillis AS occurred_at, c.unjudged AS unjudged
+ORDER BY c.unjudged
+LIMIT toInteger($limit)
+`;
+
+/**
+ * The judged observations of the given agents' edges at or after a time: what a registry change of
+ * theirs re-judges (a change that came late may open an episode in the past). Found through the
+ * recorded_at index, so an on-time change, whose time is recent, reads only recent observations.
+ */
+export const OBSERVATIONS_SINCE = `
+UNWIND $agents AS agent
+MATCH (source:Outcome)-[obs:OBSERVED]->(target:Outcome)
+WHERE obs.recorded_at >= datetime({epochMillis: toInteger(agent.since)}) AND obs.unjudged IS NULL
+MATCH (source)<-[:PRODUCED]-(a:Agent)
+WHERE a.agent_id = agent.agent_id AND coalesce(a.tenant_id, $tenant) = agent.tenant_id
+MATCH (target)<-[:PRODUCED]-(b:Agent)
+RETURN agent.tenant_id AS tenant_id, a.agent_id AS source_agent_id, b.agent_id AS target_agent_id,
+       obs.recorded_at.epochMillis AS observed_at, source.outcome_id AS source_outcome_id,
+       target.outcome_id AS target_outcome_id
+`;
+
+/** The undeclared-escalation findings recorded for edges of the given agents, with their episode. */
+export const RECORDED_ESCALATION_FINDINGS = `
+UNWIND $agents AS agent
+MATCH (f:Finding {tenant_id: agent.tenant_id, source_agent_id: agent.agent_id})
+WHERE f.kind = 'undeclared-escalation'
+RETURN f.finding_id AS finding_id, f.tenant_id AS tenant_id, f.source_agent_id AS source_agent_id,
+       f.target_agent_id AS target_agent_id, f.episode AS episode,
+       EXISTS { MATCH (:Finding {tenant_id: f.tenant_id, resolves: f.finding_id}) } AS resolved
+`;
+
+/** Removes the marks of judged observations, unless a new mark (an earlier observation) replaced one. */
+export const clearObservations = (scoped: boolean): string => `
+UNWIND $rows AS row
+MATCH (source:Outcome {${scopedKey(scoped, "row.tenant_id")}outcome_id: row.source_outcome_id})-[obs:OBSERVED]->(target:Outcome {${scopedKey(scoped, "row.tenant_id")}outcome_id: row.target_outcome_id})
+WHERE obs.unjudged = row.unjudged
+REMOVE obs.unjudged
+`;
+
+/** Removes the marks of judged registry changes and notes which came late. */
+export const clearChanges = (scoped: boolean): string => `
+UNWIND $rows AS row
+MATCH (c:RegistryChange {${scopedKey(scoped, "row.tenant_id")}agent_id: row.agent_id, registry_version: toInteger(row.registry_version)})
+WHERE c.unjudged = row.unjudged
+SET c.late = row.late
+REMOVE c.unjudged
+`;
+
+/** How far the judge has decided: every observation below `judged_through` was judged. */
+export const JUDGE_PROGRESS = `
+OPTIONAL MATCH (p:JudgeProgress {name: 'undeclared-escalation'})
+RETURN p.judged_through AS judged_through
+`;
+
+export const ADVANCE_JUDGE_PROGRESS = `
+UNWIND $rows AS row
+MERGE (p:JudgeProgress {name: 'undeclared-escalation'})
+SET p.judged_through = CASE WHEN p.judged_through IS NULL OR p.judged_through < row.judged_through
+                            THEN row.judged_through ELSE p.judged_through END
+`;
