@@ -20,11 +20,14 @@ import { Harness } from "../support/harness.js";
  * - C→D at 400: a finding that stays open. C→A at 450: declared, nothing.
  * - D deregistered (v2) at 500; D→A at 550: a deregistered agent authorises nothing: a finding
  *   (episode v2) that stays open.
+ * - E declares nothing at 0 and A at 100 (v2); E→A at 300: declared then, nothing — even when E's v2
+ *   reaches the service after the escalation.
  */
 const A = "et-agt-001";
 const B = "et-agt-002";
 const C = "et-agt-003";
 const D = "et-agt-004";
+const E = "et-agt-005";
 
 const PRODUCER: Record<string, string> = {
   oa1: A,
@@ -35,6 +38,7 @@ const PRODUCER: Record<string, string> = {
   oc1: C,
   oc2: C,
   od1: D,
+  oe1: E,
 };
 
 function scenario(base: number): ProjectorEvent[] {
@@ -54,9 +58,12 @@ function scenario(base: number): ProjectorEvent[] {
     reg(B, 1, 0, []),
     reg(C, 1, 0, [A]),
     reg(D, 1, 0, [A]),
+    reg(E, 1, 0, []),
+    reg(E, 2, 100, [A]),
     ...Object.entries(PRODUCER).map(([id, agent]) => outcome(id, agent, { created_at: at(100) })),
     esc("ob1", "oc1", 200),
     esc("oa1", "ob1", 300),
+    esc("oe1", "oa3", 300),
     esc("oc1", "od1", 400),
     esc("oc2", "oa3", 450),
     reg(D, 2, 500, [A], "deregistered"),
@@ -191,7 +198,9 @@ describe("undeclared escalations judged at event time, whatever the delivery (is
     await h.publish(shuffled(log, 5));
     await h.publishLate(log.filter((event) => event.kind === "escalation-edge"));
     await h.waitForCaughtUp();
-    expect(content(await judged(h))).toEqual(oracle(log));
+    const found = await judged(h);
+    expect(content(found)).toEqual(oracle(log));
+    expect(found.every((row) => row.late === false)).toBe(true);
   });
 
   it("as a backlog to a new deployment (the registry drained first): the oracle's findings, no false one", async () => {
@@ -214,7 +223,9 @@ describe("undeclared escalations judged at event time, whatever the delivery (is
     await new Promise((resolve) => setTimeout(resolve, 3_000));
     await h.publish(registry.filter((e) => e.kind === "registry-snapshot" && e.registry_version > 1));
     await h.waitForCaughtUp();
-    expect(content(await judged(h))).toEqual(oracle(log));
+    const found = await judged(h);
+    expect(content(found)).toEqual(oracle(log));
+    expect(found.every((row) => row.late === false)).toBe(true);
   });
 
   it("a revocation beyond the allowed lateness: the finding it opens and its resolution are marked late", async () => {

@@ -18,6 +18,16 @@ function labelOf(labels: unknown): NodeLabel {
   return found;
 }
 
+/**
+ * The event-time judge's mark on an observation (cypher/event-time-judge.ts) says what is still to be
+ * judged, not what was projected: the same log leaves the same graph whether a round has run yet.
+ */
+function withoutBookkeeping(props: Properties): Properties {
+  if (!("unjudged" in props)) return props;
+  const { unjudged: _, ...rest } = props;
+  return rest;
+}
+
 /** Reads the projected graph of one database as a canonical graph. */
 export async function dumpGraph(graph: GraphWriter, database: string): Promise<CanonicalGraph> {
   const nodes: DumpNode[] = (await graph.read(database, DUMP_NODES)).map((row) => ({
@@ -31,7 +41,7 @@ export async function dumpGraph(graph: GraphWriter, database: string): Promise<C
       type: String(row.type),
       from: nodeRef(fromLabel, keyOf(fromLabel, row.from_props as Properties)),
       to: nodeRef(toLabel, keyOf(toLabel, row.to_props as Properties)),
-      props: row.props as Properties,
+      props: withoutBookkeeping(row.props as Properties),
     };
   });
   return canonicalize(nodes, rels);
