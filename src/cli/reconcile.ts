@@ -90,6 +90,7 @@ async function judgeRepairs(config: Config, logger: AppLogger, graph: GraphWrite
     watermark: async () => readFrom - config.findingsJudge.allowedLatenessMs,
     judges: () => true,
     maxWaitMs: config.findingsJudge.maxWaitMs,
+    terminals: new Set(config.terminalAgentIds),
     logger,
     recorded: () => {},
   }).round();

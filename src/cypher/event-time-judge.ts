@@ -11,6 +11,13 @@ import { scopedKey } from "./tenant.js";
  * tenant of a database that serves one, whose nodes carry no tenant_id (null on a shared database).
  */
 
+/** When the oldest mark still waiting was made (null: none waits). */
+export const OLDEST_MARK = `
+CALL () { MATCH ()-[o:OBSERVED]->() WHERE o.unjudged IS NOT NULL RETURN min(o.unjudged) AS observed }
+CALL () { MATCH (c:RegistryChange) WHERE c.unjudged IS NOT NULL RETURN min(c.unjudged) AS changed }
+RETURN CASE WHEN observed IS NULL THEN changed WHEN changed IS NULL OR observed < changed THEN observed ELSE changed END AS oldest
+`;
+
 /**
  * Observations not judged yet whose time is below `$watermark` (null: all of them), oldest mark first:
  * the edge's two agents and the evidence.
@@ -29,14 +36,17 @@ RETURN coalesce(a.tenant_id, $tenant) AS tenant_id, a.agent_id AS source_agent_i
        target.outcome_id AS target_outcome_id, obs.unjudged AS unjudged
 `;
 
-/** Registry changes not judged yet whose time is below `$watermark` (null: all), oldest mark first. */
+/**
+ * Registry changes not judged yet whose time is below `$watermark` (null: all), in event-time order:
+ * terminal reachability is walked instant by instant, so a page never skips ahead of one it leaves.
+ */
 export const UNJUDGED_CHANGES = `
 MATCH (c:RegistryChange)
 WHERE c.unjudged IS NOT NULL
   AND ($watermark IS NULL OR c.occurred_at < datetime({epochMillis: toInteger($watermark)}))
 RETURN c.tenant_id AS tenant_id, c.agent_id AS agent_id, c.registry_version AS registry_version,
        c.occurred_at.epochMillis AS occurred_at, c.unjudged AS unjudged
-ORDER BY c.unjudged
+ORDER BY c.occurred_at, c.agent_id, c.registry_version
 LIMIT toInteger($limit)
 `;
 
@@ -65,6 +75,14 @@ WHERE f.kind = 'undeclared-escalation'
 RETURN f.finding_id AS finding_id, f.tenant_id AS tenant_id, f.source_agent_id AS source_agent_id,
        f.target_agent_id AS target_agent_id, f.episode AS episode,
        EXISTS { MATCH (:Finding {tenant_id: f.tenant_id, resolves: f.finding_id}) } AS resolved
+`;
+
+/** A tenant's terminal findings and resolutions, with the time of the change that caused each. */
+export const RECORDED_TERMINAL_FINDINGS = `
+MATCH (f:Finding {tenant_id: $tenant_id})
+WHERE f.kind IN ['terminal-unreachable', 'terminal-unreachable-resolved']
+RETURN f.finding_id AS finding_id, f.tenant_id AS tenant_id, f.kind AS kind,
+       f.source_agent_id AS source_agent_id, f.resolves AS resolves, f.registry_occurred_at.epochMillis AS at
 `;
 
 /** Removes the marks of judged observations, unless a new mark (an earlier observation) replaced one. */

@@ -25,6 +25,7 @@ MERGE (c:RegistryChange {${scopedKey(scoped, "row.tenant_id")}agent_id: row.agen
                 c.occurred_at = datetime({epochMillis: toInteger(row.occurred_at)}),
                 c.declared    = row.declared,
                 c.deleted     = row.deleted,
+                c.retired     = row.retired,
                 c.unjudged    = timestamp()
 WITH c, row
 CALL (c, row) {
@@ -32,8 +33,17 @@ CALL (c, row) {
   SET c.occurred_at = datetime({epochMillis: toInteger(row.occurred_at)}),
       c.declared    = [],
       c.deleted     = true,
+      c.retired     = true,
       c.unjudged    = timestamp()
 }
+`;
+
+/** Every change of one tenant's agents (the terminal judge's input: reachability needs the whole registry). */
+export const TENANT_REGISTRY_HISTORY = `
+MATCH (c:RegistryChange {tenant_id: $tenant_id})
+RETURN c.tenant_id AS tenant_id, c.agent_id AS agent_id, c.registry_version AS registry_version,
+       c.occurred_at.epochMillis AS occurred_at, c.declared AS declared, coalesce(c.late, false) AS late,
+       coalesce(c.retired, c.deleted, false) AS retired
 `;
 
 /** One agent's history, oldest version first (the judge's input). */
@@ -41,6 +51,7 @@ export const REGISTRY_HISTORY = `
 UNWIND $agents AS agent
 MATCH (c:RegistryChange {tenant_id: agent.tenant_id, agent_id: agent.agent_id})
 RETURN c.tenant_id AS tenant_id, c.agent_id AS agent_id, c.registry_version AS registry_version,
-       c.occurred_at.epochMillis AS occurred_at, c.declared AS declared, coalesce(c.late, false) AS late
+       c.occurred_at.epochMillis AS occurred_at, c.declared AS declared, coalesce(c.late, false) AS late,
+       coalesce(c.retired, c.deleted, false) AS retired
 ORDER BY tenant_id, agent_id, registry_version
 `;

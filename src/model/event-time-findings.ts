@@ -36,6 +36,8 @@ export interface RegistryChange {
   readonly declared: readonly string[];
   /** Applied after the watermark had passed its occurred_at (beyond the allowed lateness). */
   readonly late?: boolean;
+  /** A deregistered snapshot or a tombstone: the agent is retired (no terminal finding of its own). */
+  readonly retired?: boolean;
 }
 
 /**
@@ -49,10 +51,10 @@ export function registryChange(event: RegistryEvent): RegistryChange | undefined
   if (event.kind === "registry-tombstone")
     return event.occurred_at === undefined
       ? undefined
-      : { tenant_id, agent_id, registry_version, occurred_at: event.occurred_at, declared: [] };
-  const declared =
-    event.status === "deregistered" ? [] : [...new Set((event.escalation_path ?? []).filter(isAgentId))].sort();
-  return { tenant_id, agent_id, registry_version, occurred_at: event.occurred_at, declared };
+      : { tenant_id, agent_id, registry_version, occurred_at: event.occurred_at, declared: [], retired: true };
+  const retired = event.status === "deregistered";
+  const declared = retired ? [] : [...new Set((event.escalation_path ?? []).filter(isAgentId))].sort();
+  return { tenant_id, agent_id, registry_version, occurred_at: event.occurred_at, declared, retired };
 }
 
 /** An escalation between the outcomes of two different agents. */

@@ -1,5 +1,4 @@
 import { createHash } from "node:crypto";
-import { agentKey } from "./reach.js";
 
 /**
  * Governance findings: §4's questions answered when their answer changes.
@@ -8,7 +7,7 @@ import { agentKey } from "./reach.js";
  *   not declare its edge: one per undeclared episode of the edge (model/event-time-findings.ts).
  * - `undeclared-escalation-resolved`: a later registry change declared that edge again.
  * - `terminal-unreachable`: a registry change left an agent that reached a control terminal over
- *   declared edges with no such path (see terminalTransitions).
+ *   declared edges with no such path, in event-time order (model/event-time-reach.ts).
  * - `terminal-unreachable-resolved`: a later registry change gave it a path again.
  *
  * An undeclared escalation's id is its tenant, kind and the edge's two agents, plus the registry
@@ -95,8 +94,8 @@ export function finding(
 /**
  * A terminal finding for `agent`, caused by the registry change of `cause` at `version`; a resolution
  * names the open finding it resolves (read from the graph: its id depends on the change that opened
- * it), and its id includes that finding's, so one change resolving two open findings (two batches
- * racing, see terminalTransitions) gives two resolutions.
+ * it), and its id includes that finding's, so one change resolving two open findings (left by
+ * apply-time judging before event-time judging, which opens one at a time) gives two resolutions.
  */
 export function terminalFinding(
   tenant: string,
@@ -113,67 +112,4 @@ export function terminalFinding(
     target_agent_id: cause.agent_id,
     resolves,
   };
-}
-
-/** One agent a registry change could affect, before the change (cypher/terminal-reach.ts `reachBefore`). */
-export interface ReachBefore {
-  readonly tenant_id: string;
-  readonly agent_id: string;
-  /** The batch's changed agents it is, or had a declared path to. */
-  readonly causes: readonly string[];
-  readonly reachable: boolean;
-}
-
-/** The same agent after the change (`reachAfter`). */
-export interface ReachAfter {
-  readonly tenant_id: string;
-  readonly agent_id: string;
-  readonly reachable: boolean;
-  readonly deregistered: boolean;
-  /** Its open terminal-unreachable findings' ids (one at most, unless two batches raced). */
-  readonly open: readonly string[];
-}
-
-/** A registry change the transaction applied: the agent and its version (the highest, if several). */
-export interface AppliedChange {
-  readonly tenant_id: string;
-  readonly agent_id: string;
-  readonly registry_version: number;
-}
-
-/**
- * The terminal findings and resolutions of one registry transaction, from reachability read before
- * and after its §3.1/§3.2 writes. An agent gets `terminal-unreachable` when it reached a terminal
- * before and does not after, unless it is deregistered (its upstream may still get one) or already
- * has an open one, so one transaction never opens a second (two racing on different partitions
- * might: each resolution then answers all open ones). It gets a resolution per open finding when it
- * reaches a terminal after. The cause is the agent's own change if it changed, otherwise the lowest
- * changed agent id among those it reached before; only changes the transaction applied count (a stale
- * record changed nothing), so a redelivered or replayed change, which the version guard turns into a
- * no-op, causes nothing, and an agent with no applied cause gets nothing.
- */
-export function terminalTransitions(
-  before: readonly ReachBefore[],
-  after: readonly ReachAfter[],
-  applied: readonly AppliedChange[],
-): Finding[] {
-  const changes = new Map(applied.map((change) => [agentKey(change.tenant_id, change.agent_id), change]));
-  const was = new Map(before.map((row) => [agentKey(row.tenant_id, row.agent_id), row]));
-  const found: Finding[] = [];
-  for (const now of after) {
-    const then = was.get(agentKey(now.tenant_id, now.agent_id));
-    if (!then) continue;
-    const cause =
-      changes.get(agentKey(now.tenant_id, now.agent_id)) ??
-      [...then.causes]
-        .sort()
-        .map((agent) => changes.get(agentKey(now.tenant_id, agent)))
-        .find((change) => change !== undefined);
-    if (!cause) continue;
-    if (then.reachable && !now.reachable && !now.deregistered && now.open.length === 0)
-      found.push(terminalFinding(now.tenant_id, now.agent_id, cause));
-    else if (now.reachable)
-      for (const open of [...now.open].sort()) found.push(terminalFinding(now.tenant_id, now.agent_id, cause, open));
-  }
-  return found;
 }

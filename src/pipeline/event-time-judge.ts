@@ -5,11 +5,13 @@ import {
   clearObservations,
   JUDGE_PROGRESS,
   OBSERVATIONS_SINCE,
+  OLDEST_MARK,
   RECORDED_ESCALATION_FINDINGS,
+  RECORDED_TERMINAL_FINDINGS,
   UNJUDGED_CHANGES,
   UNJUDGED_OBSERVATIONS,
 } from "../cypher/event-time-judge.js";
-import { REGISTRY_HISTORY } from "../cypher/registry-history.js";
+import { REGISTRY_HISTORY, TENANT_REGISTRY_HISTORY } from "../cypher/registry-history.js";
 import type { Statement } from "../cypher/statement.js";
 import { errorMessage } from "../errors.js";
 import {
@@ -19,7 +21,8 @@ import {
   type RecordedFinding,
   type RegistryChange,
 } from "../model/event-time-findings.js";
-import type { FindingKind } from "../model/findings.js";
+import { type RecordedTerminalFinding, terminalTransitionsAt } from "../model/event-time-reach.js";
+import type { Finding, FindingKind } from "../model/findings.js";
 import { type Clock, type GraphWriter, type Logger, systemClock } from "../ports.js";
 import { findingStatements, recordedFindings } from "../projection/findings.js";
 
@@ -44,6 +47,8 @@ export interface EventTimeJudgeDeps {
   /** Whether this instance judges: one per group is enough (the owner of registry partition 0). */
   judges(): boolean;
   readonly maxWaitMs: number;
+  /** The control terminals (TERMINAL_AGENT_IDS): none, and reachability is not judged. */
+  readonly terminals: ReadonlySet<string>;
   readonly clock?: Clock;
   readonly logger: Logger;
   /** A page's transaction recorded these findings for the first time (counted, then published). */
@@ -98,6 +103,55 @@ function observationOf(row: Row): Observation & { unjudged?: number } {
 
 const agentKey = (tenant: string, agent: string) => JSON.stringify([tenant, agent]);
 
+const changeKey = (row: Row) =>
+  JSON.stringify([String(row.tenant_id), String(row.agent_id), num(row.registry_version)]);
+
+/** The changes of a page that came late: older than what earlier rounds decided. */
+export function lateChanges(changes: readonly Row[], judgedThrough: number | null): Set<string> {
+  return new Set(changes.filter((c) => judgedThrough !== null && num(c.occurred_at) < judgedThrough).map(changeKey));
+}
+
+/** History rows as the judges take them, the page's late changes marked. */
+export function historyOf(rows: readonly Row[], late: ReadonlySet<string>): RegistryChange[] {
+  return rows.map((row) => ({
+    tenant_id: String(row.tenant_id),
+    agent_id: String(row.agent_id),
+    registry_version: num(row.registry_version),
+    occurred_at: num(row.occurred_at),
+    declared: (row.declared as string[] | null) ?? [],
+    late: row.late === true || late.has(changeKey(row)),
+    retired: row.retired === true,
+  }));
+}
+
+/**
+ * The terminal-unreachable transitions at the instants of a page's changes, per tenant, from the
+ * tenant's whole history (model/event-time-reach.ts).
+ */
+export function terminalFindings(
+  changes: readonly Row[],
+  histories: ReadonlyMap<string, readonly Row[]>,
+  recorded: ReadonlyMap<string, readonly Row[]>,
+  terminals: ReadonlySet<string>,
+  late: ReadonlySet<string>,
+): Finding[] {
+  return [...histories].flatMap(([tenant, rows]) =>
+    terminalTransitionsAt(tenant, {
+      history: historyOf(rows, late),
+      instants: changes.filter((c) => String(c.tenant_id) === tenant).map((c) => num(c.occurred_at)),
+      terminals,
+      recorded: (recorded.get(tenant) ?? []).map((row) => ({
+        finding_id: String(row.finding_id),
+        tenant_id: tenant,
+        kind: row.kind as RecordedTerminalFinding["kind"],
+        source_agent_id: String(row.source_agent_id),
+        resolves: row.resolves === null || row.resolves === undefined ? null : String(row.resolves),
+        at: row.at === null || row.at === undefined ? null : num(row.at),
+      })),
+    }),
+  );
+}
+
 /** What one page of marks decides: the statements of its transaction, given what was read for it. */
 export function judgementStatements(input: {
   readonly observations: readonly (Observation & { unjudged?: number })[];
@@ -110,21 +164,12 @@ export function judgementStatements(input: {
   /** Every observation below it was judged before this page: a change below it is late. */
   readonly judgedThrough: number | null;
   readonly scoped: boolean;
+  /** The terminal findings the page's changes bring (terminalFindings), recorded in the same transaction. */
+  readonly terminal?: readonly Finding[];
 }): { statements: Statement[]; findings: JudgedFinding[]; judgedThrough: number } {
   const { judgedThrough, scoped } = input;
-  const late = new Set(
-    input.changes
-      .filter((c) => judgedThrough !== null && num(c.occurred_at) < judgedThrough)
-      .map((c) => JSON.stringify([c.tenant_id, c.agent_id, num(c.registry_version)])),
-  );
-  const history: RegistryChange[] = input.history.map((row) => ({
-    tenant_id: String(row.tenant_id),
-    agent_id: String(row.agent_id),
-    registry_version: num(row.registry_version),
-    occurred_at: num(row.occurred_at),
-    declared: (row.declared as string[] | null) ?? [],
-    late: row.late === true || late.has(JSON.stringify([row.tenant_id, row.agent_id, num(row.registry_version)])),
-  }));
+  const late = lateChanges(input.changes, judgedThrough);
+  const history = historyOf(input.history, late);
   const recorded: RecordedFinding[] = input.recorded.map((row) => ({
     finding_id: String(row.finding_id),
     tenant_id: String(row.tenant_id),
@@ -139,7 +184,7 @@ export function judgementStatements(input: {
     recorded,
     watermark: input.watermark,
   });
-  const statements: Statement[] = findingStatements(findings, scoped);
+  const statements: Statement[] = findingStatements([...findings, ...(input.terminal ?? [])], scoped);
   const marked = input.observations.filter((o) => o.unjudged !== undefined);
   if (marked.length > 0)
     statements.push({
@@ -179,12 +224,20 @@ export function createEventTimeJudge(deps: EventTimeJudgeDeps): EventTimeJudge {
   let running: Promise<number> | undefined;
   let stopped = false;
 
-  async function oldestMark({ database, tenant }: JudgedDatabase): Promise<number | undefined> {
-    const params = { watermark: null, limit: 1, tenant };
-    const [obs] = await deps.graph.read(database, UNJUDGED_OBSERVATIONS, params);
-    const [change] = await deps.graph.read(database, UNJUDGED_CHANGES, params);
-    const marks = [obs?.unjudged, change?.unjudged].filter((m) => m !== undefined && m !== null).map(num);
-    return marks.length === 0 ? undefined : Math.min(...marks);
+  async function oldestMark({ database }: JudgedDatabase): Promise<number | undefined> {
+    const [row] = await deps.graph.read(database, OLDEST_MARK);
+    return row?.oldest === null || row?.oldest === undefined ? undefined : num(row.oldest);
+  }
+
+  /** What terminal reachability needs of each tenant the changes belong to: its history and its findings. */
+  async function readTerminal(database: string, changes: readonly Row[]) {
+    const histories = new Map<string, Row[]>();
+    const recordedTerminal = new Map<string, Row[]>();
+    for (const tenant of new Set(changes.map((c) => String(c.tenant_id)))) {
+      histories.set(tenant, await deps.graph.read(database, TENANT_REGISTRY_HISTORY, { tenant_id: tenant }));
+      recordedTerminal.set(tenant, await deps.graph.read(database, RECORDED_TERMINAL_FINDINGS, { tenant_id: tenant }));
+    }
+    return { histories, recordedTerminal };
   }
 
   /** One page of one database; false when nothing was left to decide. */
@@ -220,6 +273,12 @@ export function createEventTimeJudge(deps: EventTimeJudgeDeps): EventTimeJudge {
     const list = [...agents.values()];
     const history = await deps.graph.read(database, REGISTRY_HISTORY, { agents: list });
     const recorded = await deps.graph.read(database, RECORDED_ESCALATION_FINDINGS, { agents: list });
+    const terminal =
+      deps.terminals.size === 0 || changes.length === 0
+        ? []
+        : await readTerminal(database, changes).then(({ histories, recordedTerminal }) =>
+            terminalFindings(changes, histories, recordedTerminal, deps.terminals, lateChanges(changes, judgedThrough)),
+          );
     const { statements } = judgementStatements({
       observations,
       changes,
@@ -229,6 +288,7 @@ export function createEventTimeJudge(deps: EventTimeJudgeDeps): EventTimeJudge {
       watermark,
       judgedThrough,
       scoped,
+      terminal,
     });
     const results = await deps.graph.apply(database, statements);
     const found = recordedFindings(results);
@@ -276,6 +336,7 @@ export function createEventTimeJudge(deps: EventTimeJudgeDeps): EventTimeJudge {
           try {
             await round();
           } catch (error) {
+            if (stopped) return;
             deps.logger.warn(
               { err: errorMessage(error) },
               "judging undeclared escalations failed; the next round tries again",

@@ -48,8 +48,6 @@ export interface BatchDeps {
    * dead-lettered (retry.ts). Without it, a record is dead-lettered as soon as its window ends.
    */
   readonly upstream?: UpstreamProgress;
-  /** The control terminals (TERMINAL_AGENT_IDS): registry batches record terminal-unreachable findings. */
-  readonly terminalIds?: readonly string[];
   /**
    * false (FINDINGS_ENABLED=false): no finding is judged or recorded — the plans' follow-ups, which
    * record them, are not run, and registry batches are not judged against the terminals.
@@ -306,7 +304,7 @@ async function applyEvents<S extends Stream>(
 ): Promise<void> {
   const rules: StreamRules<EventOf<S>> = STREAM_RULES[stream];
   const recordFindings = deps.recordFindings !== false;
-  const plan = rules.project(events, target.scoped, recordFindings ? (deps.terminalIds ?? []) : []);
+  const plan = rules.project(events, target.scoped);
   if (plan.statements.length === 0) return;
   const followUp = recordFindings ? plan.followUp : undefined;
   const results: StatementResult[] = await deps.graph.apply(target.database, plan.statements, followUp);

@@ -31,11 +31,8 @@ export interface StreamRules<E> {
   validate(value: Record<string, unknown>, rules: ValidationRules): E | Rejection;
   /** A record with a null value (a tombstone) → its event, or why it is refused. */
   tombstone(record: SourceRecord, rules: ValidationRules): E | Rejection;
-  /**
-   * A database's events of one batch → the statements that apply them (projection/); `terminalIds`
-   * (TERMINAL_AGENT_IDS) for the registry's terminal-unreachable findings.
-   */
-  project(events: readonly Indexed<E>[], scoped: boolean, terminalIds?: readonly string[]): Plan;
+  /** A database's events of one batch → the statements that apply them (projection/). */
+  project(events: readonly Indexed<E>[], scoped: boolean): Plan;
   /** The event's own time, from which its freshness is measured. */
   eventTime(event: E, record: SourceRecord): number;
 }

@@ -5,9 +5,7 @@ import type { Statement, StatementResult } from "../cypher/statement.js";
 import { registryChange } from "../model/event-time-findings.js";
 import type { RegistryEvent, RegistrySnapshot } from "../model/events.js";
 import { applied, type Fate, stale, unchanged } from "../model/fate.js";
-import type { AppliedChange } from "../model/findings.js";
 import { type Indexed, type Plan, returnedIndexes } from "./plan.js";
-import { reachAfterStatements, reachBeforeStatement } from "./terminal-findings.js";
 
 /**
  * One round of registry writes: at most one unit per agent, so no key repeats inside an UNWIND. Rounds
@@ -99,24 +97,10 @@ export function snapshotRow({ i, event }: Indexed<RegistrySnapshot>): Record<str
  * `registry-mutation` → §3.1 then §3.2, per round. A snapshot or tombstone the version guard did not
  * let through is stale; a tombstone for an agent never projected is unchanged. An event superseded
  * inside the batch is stale. `scoped`: several tenants share the database (cypher/tenant.ts).
- * With `terminalIds` (TERMINAL_AGENT_IDS), the plan also records the terminal-unreachable findings
- * its changes cause (terminal-findings.ts): a read of reachability opens it, another follows it.
  */
-export function projectRegistry(
-  events: readonly Indexed<RegistryEvent>[],
-  scoped = false,
-  terminalIds: readonly string[] = [],
-): Plan {
+export function projectRegistry(events: readonly Indexed<RegistryEvent>[], scoped = false): Plan {
   const { rounds, superseded } = collapseRegistry(events);
   const statements: Statement[] = [];
-  const judgesReach = terminalIds.length > 0 && rounds.length > 0;
-  if (judgesReach)
-    statements.push(
-      reachBeforeStatement(
-        rounds.flatMap((round) => [...round.snapshots, ...round.tombstones].map(({ event }) => event)),
-        scoped,
-      ),
-    );
   for (const round of rounds) {
     if (round.tombstones.length > 0) {
       const rows = round.tombstones.map(({ i, event }) => ({
@@ -137,19 +121,8 @@ export function projectRegistry(
   if (history) statements.push(history);
   return {
     statements,
-    // Undeclared escalations and their resolutions are judged at event time from the history this
-    // transaction adds to (pipeline/event-time-judge.ts); what it judges here is terminal reachability.
-    ...(judgesReach
-      ? {
-          followUp: (results: readonly StatementResult[]) =>
-            reachAfterStatements(
-              results[0] as StatementResult,
-              appliedChanges(statements, results),
-              scoped,
-              terminalIds,
-            ),
-        }
-      : {}),
+    // Findings are judged at event time from the history this transaction adds to
+    // (pipeline/event-time-judge.ts), not from the order in which records happen to be applied.
     fates(results: readonly StatementResult[]) {
       const fates = new Map<number, Fate>();
       statements.forEach((statement, position) => {
@@ -195,27 +168,4 @@ function historyStatement(events: readonly Indexed<RegistryEvent>[], scoped: boo
   if (rows.size === 0) return undefined;
   const sorted = [...rows.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row);
   return { name: "registry-history", cypher: recordRegistryChanges(scoped), params: { rows: sorted } };
-}
-
-/** The registry changes §3.1 applied in this transaction: per agent, the highest version applied. */
-function appliedChanges(statements: readonly Statement[], results: readonly StatementResult[]): AppliedChange[] {
-  const highest = new Map<string, AppliedChange>();
-  statements.forEach((statement, position) => {
-    if (statement.name !== "3.1" && statement.name !== "3.1-tombstone") return;
-    const rowOf = new Map(statement.params.rows.map((row) => [Number(row.i), row]));
-    for (const record of results[position]?.records ?? []) {
-      if (statement.name === "3.1-tombstone" && record.applied !== true) continue;
-      const row = rowOf.get(Number(record.i));
-      if (!row) continue;
-      const change = {
-        tenant_id: String(row.tenant_id),
-        agent_id: String(row.agent_id),
-        registry_version: Number(row.registry_version),
-      };
-      const key = JSON.stringify([change.tenant_id, change.agent_id]);
-      const known = highest.get(key);
-      if (!known || known.registry_version < change.registry_version) highest.set(key, change);
-    }
-  });
-  return [...highest.values()];
 }

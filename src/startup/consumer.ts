@@ -90,7 +90,6 @@ export async function buildConsumer(
     defaultTenant: config.tenants[0]?.tenantId ?? "default",
     retry: config.retry,
     upstream: createUpstreamProgress(admin, config.kafka.group, names),
-    terminalIds: config.terminalAgentIds,
     recordFindings: config.findingsEnabled,
     findings,
   };

@@ -124,12 +124,13 @@ export async function serve(
 
   return running(ctx, {
     ...parts,
+    // The judge first: its round asks the lag monitor for the watermark.
     stopSchedules: [
+      () => judge.stop(),
       () => lag.stop(),
       () => health.stop(),
       () => hold.stop(),
       () => reconciliation.stop(),
-      () => judge.stop(),
     ],
   });
 }
@@ -158,6 +159,7 @@ function judgeAtEventTime(
     },
     judges: () => built.consumer.assignment().get(registry)?.includes(0) === true,
     maxWaitMs: config.findingsJudge.maxWaitMs,
+    terminals: new Set(config.terminalAgentIds),
     clock,
     logger,
     recorded(found) {

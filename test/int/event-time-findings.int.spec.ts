@@ -134,6 +134,7 @@ describe("findings carry their evidence; the registry's history is kept (issue 5
         registry_version: Number(row.registry_version),
         occurred_at: Number(row.occurred_at),
         declared: row.declared,
+        retired: row.retired,
       }))
       .sort(byChange);
     const tomb = stored.find((row) => row.agent_id === C && row.registry_version === 2);

@@ -2,6 +2,7 @@ import neo4j from "neo4j-driver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { migrate } from "../../src/adapters/neo4j/migrate.js";
 import { rowsAsColumns } from "../../src/cypher/columns.js";
+import { clearChanges, clearObservations } from "../../src/cypher/event-time-judge.js";
 import { LIST_FINDINGS, UNPUBLISHED_COUNTS, UNPUBLISHED_FINDINGS } from "../../src/cypher/findings.js";
 import { REGISTRY_TOMBSTONE } from "../../src/cypher/s3_1-registry-projection.js";
 import {
@@ -11,7 +12,6 @@ import {
   TENANT_CONSTRAINTS,
 } from "../../src/cypher/s6-constraints.js";
 import type { Statement } from "../../src/cypher/statement.js";
-import { affectedAfter, affectedBefore, targetsReach } from "../../src/cypher/terminal-reach.js";
 import type { EscalationEdge, OutcomeCreated, RegistryEvent } from "../../src/model/events.js";
 import { projectEscalations } from "../../src/projection/escalations.js";
 import { projectOutcomes } from "../../src/projection/outcomes.js";
@@ -64,20 +64,19 @@ describe("§3 statements' plans under the statistics of a catch-up", () => {
     },
     ...projectOutcomes(sample(log.outcomes as OutcomeCreated[])).statements,
     ...projectEscalations(sample(log.escalations as EscalationEdge[])).statements,
-    // The reads around a registry change that judge the terminal-unreachable findings.
-    ...[affectedBefore(false), affectedAfter(false), targetsReach(false)].map(
-      (cypher): Statement => ({
-        name: "reachability",
-        cypher,
-        params: {
-          rows: sample(log.registry as RegistryEvent[]).map(({ event }) => ({
-            tenant_id: event.tenant_id,
-            agent_id: event.agent_id,
-          })),
-          terminal_ids: [...CONTROL_TERMINALS],
-        },
-      }),
-    ),
+    // The event-time judge's writes: marks cleared by key (cypher/event-time-judge.ts).
+    {
+      name: "judge-marks",
+      cypher: clearObservations(false),
+      params: {
+        rows: sample(log.escalations as EscalationEdge[]).map(({ event }) => ({ ...event, unjudged: 1 })),
+      },
+    },
+    {
+      name: "judge-marks",
+      cypher: clearChanges(false),
+      params: { rows: sample(log.registry as RegistryEvent[]).map(({ event }) => ({ ...event, unjudged: 1 })) },
+    },
   ];
   let harness: Harness;
   let database: string;

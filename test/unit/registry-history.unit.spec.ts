@@ -20,18 +20,23 @@ describe("a registry record's change to its agent's history", () => {
       registry_version: 3,
       occurred_at: 1_000,
       declared: [B, C],
+      retired: false,
     });
     expect(registryChange(snapshot(A, { escalation_path: null }))?.declared).toEqual([]);
   });
 
   it("a deregistered snapshot or a tombstone declares nothing; a tombstone takes its Kafka timestamp", () => {
-    expect(registryChange(snapshot(A, { status: "deregistered", escalation_path: [B] }))?.declared).toEqual([]);
+    expect(registryChange(snapshot(A, { status: "deregistered", escalation_path: [B] }))).toMatchObject({
+      declared: [],
+      retired: true,
+    });
     expect(registryChange({ ...tombstone(A, 4), occurred_at: 2_000 })).toEqual({
       tenant_id: "default",
       agent_id: A,
       registry_version: 4,
       occurred_at: 2_000,
       declared: [],
+      retired: true,
     });
     expect(registryChange(tombstone(A, 4))).toBeUndefined();
   });
@@ -50,9 +55,33 @@ describe("the registry plan records the history of every record", () => {
     const plan = projectRegistry(batch.map((event, i) => ({ i, event })));
     const history = plan.statements.find((s) => s.name === "registry-history");
     expect(history?.params.rows).toEqual([
-      { tenant_id: "default", agent_id: A, registry_version: 1, occurred_at: 10, declared: [C], deleted: false },
-      { tenant_id: "default", agent_id: A, registry_version: 2, occurred_at: 20, declared: [B], deleted: false },
-      { tenant_id: "default", agent_id: B, registry_version: 5, occurred_at: 60, declared: [], deleted: true },
+      {
+        tenant_id: "default",
+        agent_id: A,
+        registry_version: 1,
+        occurred_at: 10,
+        declared: [C],
+        retired: false,
+        deleted: false,
+      },
+      {
+        tenant_id: "default",
+        agent_id: A,
+        registry_version: 2,
+        occurred_at: 20,
+        declared: [B],
+        retired: false,
+        deleted: false,
+      },
+      {
+        tenant_id: "default",
+        agent_id: B,
+        registry_version: 5,
+        occurred_at: 60,
+        declared: [],
+        retired: true,
+        deleted: true,
+      },
     ]);
     // The history statement comes last and decides no record's fate.
     expect(plan.statements.at(-1)?.name).toBe("registry-history");
