@@ -11,7 +11,7 @@ import {
 import type { Config } from "../../config.js";
 import type { Logger, RecordPublisher } from "../../ports.js";
 import { currentPem, currentSecret } from "../credentials.js";
-import { kafkaLogLevel } from "./log-level.js";
+import { createRepeatThrottle, kafkaLogLevel, REPEAT_WINDOW_MS } from "./log-level.js";
 import { adminPartitionLookup, placeRecordsWith, type SendOptions, sendPerPartition } from "./send-per-partition.js";
 
 /** One kafkajs client for the whole process, with its logs routed into ours. */
@@ -24,12 +24,17 @@ export function createKafka(config: Config["kafka"], logger: Logger): Kafka {
     requestTimeout: 30_000,
     retry: { initialRetryTime: 300, retries: 8, maxRetryTime: 10_000 },
     logLevel: logLevel.WARN,
-    logCreator:
-      () =>
-      ({ level, log }) => {
+    logCreator: () => {
+      const repeats = createRepeatThrottle();
+      return ({ level, log }) => {
         const { message, ...fields } = log;
-        logger[kafkaLogLevel(level, String(message), fields)]({ component: "kafkajs", ...fields }, String(message));
-      },
+        const text = String(message);
+        const dropped = repeats.admit(text, Date.now());
+        if (dropped === undefined) return;
+        const extra = dropped > 0 ? { repeated: dropped, repeatWindowMs: REPEAT_WINDOW_MS } : {};
+        logger[kafkaLogLevel(level, text, fields)]({ component: "kafkajs", ...fields, ...extra }, text);
+      };
+    },
   };
   if (config.sasl) options.sasl = rotatingSasl(config.sasl);
   return new Kafka(options);
