@@ -195,6 +195,9 @@ export const envSchema = z.object({
   FETCH_MAX_BYTES: int(10_485_760, 1024, 1_073_741_824).describe(
     "kafkajs fetch limit per fetch; bounds the memory of fetched batches.",
   ),
+  KAFKA_SESSION_TIMEOUT_MS: int(10_000, 10_000, 300_000).describe(
+    "Consumer group session timeout: an instance that sends no heartbeat for this long (heartbeats every 3 s, also while a batch is applied) loses its partitions. After a broker outage the group waits this long for the members from before it, so it bounds how soon the instances resume. Longer only for hosts whose event loop stalls for seconds.",
+  ),
   MAX_LIST_LENGTH: int(1000, 1, 1_000_000).describe(
     "Longer tools, workflows or escalation_path lists are dead-lettered.",
   ),

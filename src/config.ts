@@ -40,6 +40,7 @@ const configSchema = envSchema.transform((env) => ({
     partitionsConsumedConcurrently: env.PARTITIONS_CONSUMED_CONCURRENTLY,
     fetchMaxBytesPerPartition: env.FETCH_MAX_BYTES_PER_PARTITION,
     fetchMaxBytes: env.FETCH_MAX_BYTES,
+    sessionTimeoutMs: env.KAFKA_SESSION_TIMEOUT_MS,
   },
   registry: {
     url: env.SCHEMA_REGISTRY_URL,

@@ -160,11 +160,21 @@ export interface ConsumerCrash {
  */
 export function onConsumerCrash(error: unknown, crash: ConsumerCrash): CrashDecision {
   if (crash.kafkajsRestarts) return { kind: "kafkajs-restarts" };
-  const brokerAway =
-    classify(error) === "transient" ||
-    (crash.joinedBefore && (error as { name?: unknown } | undefined)?.name === "KafkaJSGroupCoordinatorNotFound");
+  const brokerAway = classify(error) === "transient" || (crash.joinedBefore && isCoordinatorNotFound(error));
   if (brokerAway) return { kind: "restart", ms: backoffMs(crash.crashes, DEFAULT_FAILURE_PAUSE_MS, MAX_PAUSE_MS) };
   return { kind: "stop" };
+}
+
+/**
+ * "Failed to find group coordinator", as thrown or as kafkajs's retrier wraps it: a lookup that failed
+ * inside the consumer's rejoin reaches the crash as a KafkaJSNonRetriableError whose cause it is (seen
+ * when a broker stopped: the rejoin after NOT_COORDINATOR found no coordinator).
+ */
+function isCoordinatorNotFound(error: unknown, depth = 0): boolean {
+  if (error === null || typeof error !== "object" || depth > 5) return false;
+  const { name, cause } = error as { name?: unknown; cause?: unknown };
+  if (name === "KafkaJSGroupCoordinatorNotFound") return true;
+  return cause !== undefined && cause !== error && isCoordinatorNotFound(cause, depth + 1);
 }
 
 /**

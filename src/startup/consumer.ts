@@ -107,6 +107,7 @@ export async function buildConsumer(
       backlogBatchRecords: config.batch.backlogMaxRecords,
       fetchMaxBytesPerPartition: config.kafka.fetchMaxBytesPerPartition,
       fetchMaxBytes: config.kafka.fetchMaxBytes,
+      sessionTimeoutMs: config.kafka.sessionTimeoutMs,
       isHeld: hold.isHeld,
       admitsBefore: hold.admitsBefore,
       // §3.1/§3.2 lock the agent and every agent on its escalation path, so registry batches of two

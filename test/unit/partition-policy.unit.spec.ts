@@ -150,6 +150,15 @@ describe("consumer crashes", () => {
     expect(onConsumerCrash(notFound, { ...running, joinedBefore: false })).toEqual({ kind: "stop" });
   });
 
+  it("restarts when the coordinator lookup failed inside kafkajs's rejoin, wrapped by its retrier", () => {
+    // A broker stopping answers NOT_COORDINATOR, the rejoin finds no coordinator, and the runner's
+    // retrier wraps that in a KafkaJSNonRetriableError: the CRASH a stopped broker gave in the outage test.
+    const notFound = kafkajsError("KafkaJSGroupCoordinatorNotFound", false);
+    const wrapped = kafkajsError("KafkaJSNonRetriableError", false, notFound);
+    expect(onConsumerCrash(wrapped, running)).toEqual({ kind: "restart", ms: 1_000 });
+    expect(onConsumerCrash(wrapped, { ...running, joinedBefore: false })).toEqual({ kind: "stop" });
+  });
+
   it("stops the service on what no broker's return cures", () => {
     expect(onConsumerCrash(kafkajsError("KafkaJSSASLAuthenticationError", false), running)).toEqual({ kind: "stop" });
     expect(onConsumerCrash(new FatalError("bad credentials"), running)).toEqual({ kind: "stop" });

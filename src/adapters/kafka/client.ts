@@ -9,10 +9,10 @@ import {
   type SASLOptions,
 } from "kafkajs";
 import type { Config } from "../../config.js";
-import { classify } from "../../errors.js";
-import { type Logger, type RecordPublisher, systemSleep } from "../../ports.js";
+import type { Logger, RecordPublisher } from "../../ports.js";
 import { currentPem, currentSecret } from "../credentials.js";
-import { kafkaLogLevel } from "./log-level.js";
+import { createRepeatThrottle, kafkaLogLevel, REPEAT_WINDOW_MS } from "./log-level.js";
+import { adminPartitionLookup, placeRecordsWith, type SendOptions, sendPerPartition } from "./send-per-partition.js";
 
 /** One kafkajs client for the whole process, with its logs routed into ours. */
 export function createKafka(config: Config["kafka"], logger: Logger): Kafka {
@@ -24,12 +24,17 @@ export function createKafka(config: Config["kafka"], logger: Logger): Kafka {
     requestTimeout: 30_000,
     retry: { initialRetryTime: 300, retries: 8, maxRetryTime: 10_000 },
     logLevel: logLevel.WARN,
-    logCreator:
-      () =>
-      ({ level, log }) => {
+    logCreator: () => {
+      const repeats = createRepeatThrottle();
+      return ({ level, log }) => {
         const { message, ...fields } = log;
-        logger[kafkaLogLevel(level, String(message), fields)]({ component: "kafkajs", ...fields }, String(message));
-      },
+        const text = String(message);
+        const dropped = repeats.admit(text, Date.now());
+        if (dropped === undefined) return;
+        const extra = dropped > 0 ? { repeated: dropped, repeatWindowMs: REPEAT_WINDOW_MS } : {};
+        logger[kafkaLogLevel(level, text, fields)]({ component: "kafkajs", ...fields, ...extra }, text);
+      };
+    },
   };
   if (config.sasl) options.sasl = rotatingSasl(config.sasl);
   return new Kafka(options);
@@ -78,40 +83,31 @@ function kafkaTls(config: Config["kafka"]): KafkaConfig["ssl"] {
 /**
  * Every producer of the project: the Java client's murmur2 partitioner, so a key lands on the same
  * partition whichever client wrote it, and no topic is ever created by a write. Its own send retries
- * are off: a batch is retried whole by sendBatchAtLeastOnce (why there).
+ * are off: sendBatchAtLeastOnce sends each partition's records as their own request and sends again
+ * only the partitions that failed (send-per-partition.ts, why there).
  */
 export function createProducer(kafka: Kafka): Producer {
-  return kafka.producer({
+  const producer = kafka.producer({
     allowAutoTopicCreation: false,
     createPartitioner: Partitioners.DefaultPartitioner,
     retry: { retries: 0 },
   });
+  placeRecordsWith(producer, adminPartitionLookup(kafka));
+  return producer;
 }
 
 /**
  * Sends a batch with acks from all in-sync replicas and resolves only once every record of it was
- * acknowledged. kafkajs 2.2.4's own retry of a sendBatch can resolve without having written some
- * records: it remembers answers per broker, so when one leader fails and its partitions move to a
- * broker that already answered for other partitions of the same call, the retry skips that broker
- * and the moved partitions are never sent (seen on a three-broker cluster when a leader was killed:
- * deferred records vanished). Here a failed send is sent again whole, with fresh metadata: some
- * records may be written twice, which the projector absorbs, and none is silently dropped. Gives up
- * after `budgetMs`, or at once on an error that cannot pass (a record too large, no authorization).
+ * acknowledged; a partition that failed is sent again, one that was acknowledged is not
+ * (sendPerPartition). Some records may be written twice (a request that timed out after the broker
+ * wrote it), which the projector absorbs; none is silently dropped.
  */
 export async function sendBatchAtLeastOnce(
   producer: Producer,
   batch: Omit<ProducerBatch, "acks">,
-  budgetMs = 30_000,
+  options: SendOptions = {},
 ): Promise<RecordMetadata[]> {
-  const deadline = Date.now() + budgetMs;
-  for (let delay = 250; ; delay = Math.min(delay * 2, 4_000)) {
-    try {
-      return await producer.sendBatch({ ...batch, acks: -1 });
-    } catch (error) {
-      if (classify(error) === "fatal" || Date.now() + delay > deadline) throw error;
-      await systemSleep(delay);
-    }
-  }
+  return sendPerPartition(producer, batch, options);
 }
 
 /** The RecordPublisher port: one record per send, acknowledged by every in-sync replica. */

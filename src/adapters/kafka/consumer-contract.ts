@@ -15,6 +15,8 @@ export interface ConsumerOptions {
   /** kafkajs fetch limits: how much one fetch may bring back per partition and in all. */
   readonly fetchMaxBytesPerPartition?: number;
   readonly fetchMaxBytes?: number;
+  /** The group session timeout (consumer.ts): 10 s unless given. */
+  readonly sessionTimeoutMs?: number;
   /** First pause after an infrastructure failure; doubles up to 30 s while the failure lasts. */
   readonly pauseOnFailureMs?: number;
   /** Streams whose source topics wait while an upstream stream catches up (see pipeline/catch-up.ts). */

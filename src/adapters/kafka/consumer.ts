@@ -43,6 +43,8 @@ export interface ProjectorConsumer {
  * cleanly: together below SHUTDOWN_TIMEOUT_MS's default of 25 s.
  */
 const DRAIN_BOUND_MS = 8_000;
+/** KAFKA_SESSION_TIMEOUT_MS's default. */
+const DEFAULT_SESSION_TIMEOUT_MS = 10_000;
 const LEAVE_BOUND_MS = 12_000;
 
 export function createProjectorConsumer(
@@ -53,7 +55,11 @@ export function createProjectorConsumer(
 ): ProjectorConsumer {
   const consumer: Consumer = kafka.consumer({
     groupId: options.groupId,
-    sessionTimeout: 30_000,
+    // After a broker outage the coordinator reloads the group with the members from before it; kafkajs
+    // rejoins under a new member id, so the rebalance waits for the old ids to expire: this long after
+    // the broker's return (30 s measured it). Heartbeats go every 3 s, also while a batch is applied
+    // (each-batch.ts), so 10 s leaves two missed heartbeats of margin.
+    sessionTimeout: options.sessionTimeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS,
     rebalanceTimeout: 60_000,
     heartbeatInterval: 3_000,
     allowAutoTopicCreation: false,

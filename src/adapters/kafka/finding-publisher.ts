@@ -130,9 +130,33 @@ export function createFindingPublisher(deps: {
         value: await deps.registry.encode(deps.schemaId, findingRecord(row)),
       })),
     );
-    await sendBatchAtLeastOnce(deps.producer, { topicMessages: [{ topic: deps.topic, messages }] });
-    const marked = rows.map((row) => ({ tenant_id: row.tenant_id, finding_id: row.finding_id }));
-    await deps.graph.apply(database, [{ name: "findings", cypher: markPublished(scoped), params: { rows: marked } }]);
+    const mark = (published: typeof rows) =>
+      deps.graph.apply(database, [
+        {
+          name: "findings",
+          cypher: markPublished(scoped),
+          params: { rows: published.map((row) => ({ tenant_id: row.tenant_id, finding_id: row.finding_id })) },
+        },
+      ]);
+    const written = new Set<object>();
+    try {
+      await sendBatchAtLeastOnce(
+        deps.producer,
+        { topicMessages: [{ topic: deps.topic, messages }] },
+        {
+          onAcknowledged: (sent) => {
+            for (const message of sent) written.add(message);
+          },
+        },
+      );
+    } catch (error) {
+      // The partitions acknowledged before the failure are marked, so the next round does not send
+      // their findings again; if marking fails too, they are sent again (at least once).
+      const published = rows.filter((_, index) => written.has(messages[index] as object));
+      if (published.length > 0) await mark(published).catch(() => {});
+      throw error;
+    }
+    await mark(rows);
     return rows.length;
   }
 

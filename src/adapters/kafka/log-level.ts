@@ -41,3 +41,44 @@ export function kafkaLogLevel(
   }
   return level === logLevel.WARN ? "warn" : "debug";
 }
+
+/** kafkajs's lines for a connection it could not make: one per attempt and broker, many a second in an outage. */
+const CONNECTION_LINE = /^(Connection error|Connection timeout|Failed to connect to seed broker)/;
+/** How often a repeated connection line is logged at most, with the count of those not logged. */
+export const REPEAT_WINDOW_MS = 5_000;
+/** Distinct lines tracked at most (one per broker address and cause in practice). */
+const MAX_TRACKED = 100;
+
+export interface RepeatThrottle {
+  /**
+   * Whether to log a kafkajs line now: undefined to drop it, else how many of the same text were
+   * dropped since it was last logged (0 the first time). Only connection lines are ever dropped.
+   */
+  admit(message: string, now: number): number | undefined;
+}
+
+/**
+ * Summarises the connection errors of an outage: the first line of each text is logged at once, the
+ * same text at most once per `windowMs` after it, carrying how many were dropped in between. A broker
+ * away for minutes logs a line every few seconds instead of about 14 a second per instance.
+ */
+export function createRepeatThrottle(windowMs = REPEAT_WINDOW_MS): RepeatThrottle {
+  const seen = new Map<string, { loggedAt: number; dropped: number }>();
+  return {
+    admit(message, now) {
+      if (!CONNECTION_LINE.test(message)) return 0;
+      const last = seen.get(message);
+      if (last && now - last.loggedAt < windowMs) {
+        last.dropped++;
+        return undefined;
+      }
+      seen.delete(message);
+      seen.set(message, { loggedAt: now, dropped: 0 });
+      for (const oldest of seen.keys()) {
+        if (seen.size <= MAX_TRACKED) break;
+        seen.delete(oldest);
+      }
+      return last?.dropped ?? 0;
+    },
+  };
+}

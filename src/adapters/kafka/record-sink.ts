@@ -82,7 +82,8 @@ function isTooLarge(error: unknown, depth = 0): boolean {
  * without the producer's headers. The source coordinates in its headers still find the record.
  *
  * A send that fails part-way throws, and its caller sends the same items again: the copies the
- * broker acknowledged before the failure are not sent again (handed-on.ts), only the rest.
+ * broker acknowledged before the failure — earlier chunks, and the partitions of the failed chunk
+ * that were acknowledged — are not sent again (handed-on.ts), only the rest.
  */
 export function createRecordSink(
   producer: Producer,
@@ -158,26 +159,55 @@ export function createRecordSink(
     }
   }
 
-  /** Sends a chunk, adding each copy the broker acknowledged to `acked`, with how it ended. */
+  /** Counts the acknowledged copies of a chunk in `acked`, with how each ended. */
+  function settle(entries: readonly Outgoing[], tooLarge: Map<SourceRecord, string>, acked: [SinkItem, HandedOn][]) {
+    for (const { item, form, topic } of entries) {
+      const ended: HandedOn = item.kind === "retry" && form !== "as-is" ? { tooLarge: tooLargeMessage(item) } : {};
+      if (ended.tooLarge !== undefined) tooLarge.set(item.record, ended.tooLarge);
+      if (item.kind === "dead-letter" || form !== "as-is") onDeadLetter(topic);
+      acked.push([item, ended]);
+    }
+  }
+
+  /**
+   * Sends a chunk, adding each copy the broker acknowledged to `acked`, with how it ended. The chunk's
+   * partitions are acknowledged one by one (sendBatchAtLeastOnce): when one fails, the copies of the
+   * others are counted and never sent again, here or by the caller's retry.
+   */
   async function deliver(
     chunk: readonly Outgoing[],
     tooLarge: Map<SourceRecord, string>,
     acked: [SinkItem, HandedOn][],
   ): Promise<void> {
     const topic = (chunk[0] as Outgoing).topic;
+    const written = new Set<object>();
     try {
-      await sendBatchAtLeastOnce(producer, {
-        compression: CompressionTypes.GZIP,
-        topicMessages: [{ topic, messages: chunk.map((entry) => entry.message) }],
-      });
+      await sendBatchAtLeastOnce(
+        producer,
+        {
+          compression: CompressionTypes.GZIP,
+          topicMessages: [{ topic, messages: chunk.map((entry) => entry.message) }],
+        },
+        {
+          onAcknowledged: (messages) => {
+            for (const message of messages) written.add(message);
+          },
+        },
+      );
     } catch (error) {
-      if (!isTooLarge(error)) throw error;
+      settle(
+        chunk.filter((entry) => written.has(entry.message)),
+        tooLarge,
+        acked,
+      );
+      const rest = chunk.filter((entry) => !written.has(entry.message));
+      if (!isTooLarge(error) || rest.length === 0) throw error;
       // Our estimate was wrong or the topic's limit changed: find the records refused, one by one.
-      if (chunk.length > 1) {
-        for (const entry of chunk) await deliver([entry], tooLarge, acked);
+      if (rest.length > 1) {
+        for (const entry of rest) await deliver([entry], tooLarge, acked);
         return;
       }
-      const entry = chunk[0] as Outgoing;
+      const entry = rest[0] as Outgoing;
       const smaller = shrink(entry);
       if (!smaller) throw error;
       logger?.warn(
@@ -192,12 +222,7 @@ export function createRecordSink(
       await deliver([smaller], tooLarge, acked);
       return;
     }
-    for (const { item, form } of chunk) {
-      const ended: HandedOn = item.kind === "retry" && form !== "as-is" ? { tooLarge: tooLargeMessage(item) } : {};
-      if (ended.tooLarge !== undefined) tooLarge.set(item.record, ended.tooLarge);
-      if (item.kind === "dead-letter" || form !== "as-is") onDeadLetter(topic);
-      acked.push([item, ended]);
-    }
+    settle(chunk, tooLarge, acked);
   }
 
   return {

@@ -26,11 +26,35 @@ export async function migrate(
     if (isShared) {
       for (const name of CONSTRAINT_NAMES)
         await driver.executeQuery(`DROP CONSTRAINT ${name} IF EXISTS`, {}, { database });
-      for (const constraint of TENANT_CONSTRAINTS) await driver.executeQuery(constraint, {}, { database });
+      for (const constraint of TENANT_CONSTRAINTS) await createIfAbsent(driver, constraint, database);
     } else {
-      for (const constraint of CONSTRAINTS) await driver.executeQuery(constraint, {}, { database });
+      for (const constraint of CONSTRAINTS) await createIfAbsent(driver, constraint, database);
     }
     await driver.executeQuery("CALL db.awaitIndexes(300)", {}, { database });
+  }
+}
+
+/**
+ * Neo4j's answers to a `CREATE … IF NOT EXISTS` that lost a race: another instance, starting at the
+ * same time on the same empty database, created the same rule between this statement's check and its
+ * creation ("An equivalent index already exists").
+ */
+const CREATED_MEANWHILE = new Set([
+  "Neo.ClientError.Schema.EquivalentSchemaRuleAlreadyExists",
+  "Neo.ClientError.Schema.ConstraintAlreadyExists",
+  "Neo.ClientError.Schema.IndexAlreadyExists",
+]);
+
+/**
+ * Runs one `CREATE … IF NOT EXISTS` of §6. When it lost a race it runs once more, so the outcome is
+ * Neo4j's own: the rule the other instance created is seen, and the statement does nothing.
+ */
+async function createIfAbsent(driver: Driver, statement: string, database: string): Promise<void> {
+  try {
+    await driver.executeQuery(statement, {}, { database });
+  } catch (error) {
+    if (!CREATED_MEANWHILE.has(String((error as { code?: unknown }).code))) throw error;
+    await driver.executeQuery(statement, {}, { database });
   }
 }
 
