@@ -4,6 +4,7 @@ import { ensureTopics, topicSpecs } from "../../src/adapters/kafka/admin.js";
 import { fetchLag, partitionLag } from "../../src/adapters/kafka/group-admin.js";
 import { consumedTopics, STREAMS, type Stream, type TopicNames, topicNames } from "../../src/topics.js";
 import { PARTITIONS, round, say, sleep } from "../args.js";
+import { runAccounting } from "../lib/accounting.js";
 import { cpuMeter } from "../lib/cpu.js";
 import { graphFingerprint } from "../lib/direct.js";
 import { type ProjectorProcess, startProjector } from "../lib/projector.js";
@@ -152,11 +153,14 @@ export async function runProjectors(
     fingerprint: await graphFingerprint(driver, database),
     errors: children.flatMap((child) => child.errors).slice(0, 10),
     cpuSeconds,
+    accounting: runAccounting(samples, cpuSeconds, records, Object.values(runNames.retry)),
   };
+  const perRecord = result.accounting?.cpuSecondsPerRecord;
   say(
     `projector ×${instances}: ${result.recordsPerSecond} rec/s over ${result.seconds} s; batch p50 ${result.batchP50Ms} ms, ` +
       `p99 ${result.batchP99Ms} ms; ${result.transactions} tx, ${result.transactionRetries} retries ${JSON.stringify(result.transactionRetriesBy)}, ` +
-      `${result.deferred} deferred; Neo4j's time per pattern ${JSON.stringify(result.neo4jStatements)}; peak RSS ${result.peakRssMiB.join("/")} MiB; CPU ${JSON.stringify(cpuSeconds)} s`,
+      `${result.deferred} deferred; Neo4j's time per pattern ${JSON.stringify(result.neo4jStatements)}; peak RSS ${result.peakRssMiB.join("/")} MiB; CPU ${JSON.stringify(cpuSeconds)} s; ` +
+      `CPU µs/record ${round((perRecord?.total ?? Number.NaN) * 1e6)} (Neo4j ${round((perRecord?.neo4j ?? Number.NaN) * 1e6)})`,
   );
   return result;
 }

@@ -3,7 +3,7 @@ import avro from "avsc";
 import { classify, errorMessage, TransientError } from "../../errors.js";
 import { Rejection } from "../../model/fate.js";
 import { readerSchema } from "../../model/schemas.js";
-import { type Decoder, type DecoderMetrics } from "../../ports.js";
+import type { Decoder, DecoderMetrics } from "../../ports.js";
 import { STREAMS, type Stream } from "../../topics.js";
 import { createMissMemory, MAX_SCHEMA_MISSES } from "./schema-misses.js";
 
