@@ -72,7 +72,11 @@ export async function writeReport(input: ReportInput): Promise<void> {
     INSTANCES.map((n) => [n, median(runs.filter((r) => r.instances === n).map((r) => r.recordsPerSecond))]),
   );
   const { dependencyOrder, reference } = input;
-  const accounting = accountingRows(runs);
+  // Each turn ran every instance count once (bench.ts), so a run's turn is its place in `runs`.
+  const accounting = accountingRows(
+    runs,
+    runs.map((_, i) => Math.floor(i / Math.max(1, INSTANCES.length))),
+  );
   const versions = await driver.executeQuery("CALL dbms.components() YIELD name, versions, edition RETURN *");
   const neo4jVersion = versions.records.map((r) => `${r.get("name")} ${r.get("versions")[0]} ${r.get("edition")}`)[0];
   const kafkaPom = fs.readFileSync(path.join(ROOT, "stack/kafka/pom.xml"), "utf8");

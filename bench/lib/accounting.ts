@@ -20,6 +20,12 @@ export interface RunAccounting {
   };
   /** Each projector process's CPU seconds over the run. */
   readonly projectorCpuSeconds: (number | null)[];
+  /**
+   * Per instance, when it joined after the first one (seconds) and the CPU seconds it spent from the
+   * first join to its own (the end of its start-up, inside the measured window). Not in results
+   * before it existed.
+   */
+  readonly joins?: readonly { readonly afterSeconds: number; readonly cpuSeconds: number | null }[];
   readonly perStream: Record<Stream, { readonly transactions: number; readonly rowsPerTransaction: number | null }>;
   readonly deferred: number;
   /** Records consumed from the retry topics: each is one round trip through Kafka. */
@@ -50,6 +56,7 @@ export function runAccounting(
   cpu: CpuSeconds,
   records: number,
   retryTopics: readonly string[],
+  joins: NonNullable<RunAccounting["joins"]> = [],
 ): RunAccounting {
   const projectors = projectorCpu(cpu);
   const neo4j = cpu.neo4j ?? null;
@@ -66,6 +73,7 @@ export function runAccounting(
       kafka: perRecord(kafka, records),
     },
     projectorCpuSeconds: projectors.each,
+    joins,
     perStream: Object.fromEntries(
       STREAMS.map((stream) => {
         const transactions = total(samples, "agp_batch_size_records_count", { stream });
@@ -100,7 +108,15 @@ export interface AccountingRow {
   };
   /** Over the single-instance median (null without single-instance runs). */
   readonly vsOne: { total: number | null; neo4j: number | null };
+  /**
+   * Each turn's run over the same turn's single-instance run, in turn order: the ratios to read on a
+   * host whose speed drifts between turns (runs minutes apart are compared, not medians of different hours).
+   */
+  readonly vsOnePerTurn: { total: number[]; neo4j: number[] };
   readonly projectorCpuSecondsPerInstance: number | null;
+  /** The last instance's join after the first (s), and the start-up CPU-s all instances spent in the window. */
+  readonly lastJoinAfterSeconds: number | null;
+  readonly startupCpuSecondsInWindow: number | null;
   readonly transactions: Record<Stream, number | null>;
   readonly rowsPerTransaction: Record<Stream, number | null>;
   readonly deferred: number | null;
@@ -121,7 +137,16 @@ const ratio = (a: number | null, b: number | null) => (a === null || b === null 
 
 export function accountingRows(
   runs: readonly { instances: number; recordsPerSecond: number; accounting?: RunAccounting }[],
+  /** The turn of each run (same order as `runs`); without it there are no per-turn ratios. */
+  turns: readonly number[] = [],
 ): AccountingRow[] {
+  const perTurn = (instances: number, key: "total" | "neo4j") =>
+    [...new Set(turns)].flatMap((turn) => {
+      const inTurn = (n: number) =>
+        runs.find((r, i) => turns[i] === turn && r.instances === n)?.accounting?.cpuSecondsPerRecord[key] ?? null;
+      const value = ratio(inTurn(instances), inTurn(1));
+      return value === null ? [] : [value];
+    });
   const counts = [...new Set(runs.map((r) => r.instances))].sort((a, b) => a - b);
   const rows = counts.map((instances) => {
     const of = runs.filter((r) => r.instances === instances && r.accounting);
@@ -139,6 +164,19 @@ export function accountingRows(
           const known = x.projectorCpuSeconds.filter((s): s is number => s !== null);
           return known.length > 0 ? round(known.reduce((s, v) => s + v, 0) / known.length, 2) : null;
         }),
+      ),
+      lastJoinAfterSeconds: med(
+        a.map((x) => ((x.joins ?? []).length > 0 ? Math.max(...(x.joins ?? []).map((j) => j.afterSeconds)) : null)),
+      ),
+      startupCpuSecondsInWindow: med(
+        a.map((x) =>
+          (x.joins ?? []).length > 0 && (x.joins ?? []).every((j) => j.cpuSeconds !== null)
+            ? round(
+                (x.joins ?? []).reduce((sum, j) => sum + (j.cpuSeconds as number), 0),
+                2,
+              )
+            : null,
+        ),
       ),
       transactions: byStream((x, s) => x.perStream[s].transactions),
       rowsPerTransaction: byStream((x, s) => x.perStream[s].rowsPerTransaction),
@@ -164,6 +202,7 @@ export function accountingRows(
       total: ratio(perRecord.total, one?.perRecord.total ?? null),
       neo4j: ratio(perRecord.neo4j, one?.perRecord.neo4j ?? null),
     },
+    vsOnePerTurn: { total: perTurn(row.instances, "total"), neo4j: perTurn(row.instances, "neo4j") },
   }));
 }
 
@@ -180,7 +219,11 @@ export function accountingTable(rows: readonly AccountingRow[]): string {
     ["  Kafka", (r) => cell(r.cpuMicrosecondsPerRecord.kafka)],
     ["total / one instance's", (r) => cell(r.vsOne.total)],
     ["Neo4j / one instance's", (r) => cell(r.vsOne.neo4j)],
+    ["  total, per turn", (r) => r.vsOnePerTurn.total.join(" ") || "–"],
+    ["  Neo4j, per turn", (r) => r.vsOnePerTurn.neo4j.join(" ") || "–"],
     ["projector CPU-s per instance", (r) => cell(r.projectorCpuSecondsPerInstance)],
+    ["last join after the first (s)", (r) => cell(r.lastJoinAfterSeconds)],
+    ["start-up CPU-s in the window", (r) => cell(r.startupCpuSecondsInWindow)],
     ...STREAMS.flatMap((s): [string, (r: AccountingRow) => string][] => [
       [`${s}: transactions`, (r) => cell(r.transactions[s])],
       [`${s}: rows/transaction`, (r) => cell(r.rowsPerTransaction[s])],

@@ -5,7 +5,7 @@ import { fetchLag, partitionLag } from "../../src/adapters/kafka/group-admin.js"
 import { consumedTopics, STREAMS, type Stream, type TopicNames, topicNames } from "../../src/topics.js";
 import { PARTITIONS, round, say, sleep } from "../args.js";
 import { runAccounting } from "../lib/accounting.js";
-import { cpuMeter } from "../lib/cpu.js";
+import { cpuMeter, cpuSecondsOf } from "../lib/cpu.js";
 import { graphFingerprint } from "../lib/direct.js";
 import { type ProjectorProcess, startProjector } from "../lib/projector.js";
 import { histogramQuantile, type Sample, statementTimes, sumSamples, total, totalsBy } from "../lib/prom.js";
@@ -78,6 +78,18 @@ export async function runProjectors(
   const meter = cpuMeter({
     ...servers,
     ...Object.fromEntries(children.map((child, n) => [`projector${children.length > 1 ? n + 1 : ""}`, child.pid])),
+  });
+  // An instance that joins after the first is still starting when the clock starts: what it spends
+  // from then to its own join (its start-up's tail, not records) is told apart in the accounting.
+  const atStart = children.map((child) => cpuSecondsOf(child.pid));
+  const joinedLate = children.map(async (child, n) => {
+    const at = await child.joinedAt;
+    const cpu = cpuSecondsOf(child.pid);
+    const before = atStart[n];
+    return {
+      afterSeconds: round((at - t0) / 1000, 2),
+      cpuSeconds: cpu === null || before === null || before === undefined ? null : round(cpu - before, 2),
+    };
   });
   const lastBusy: Record<string, number> = Object.fromEntries(STREAMS.map((s) => [s, t0]));
   const topicsOf = (stream: Stream) => [runNames.source[stream], runNames.retry[stream]];
@@ -153,7 +165,13 @@ export async function runProjectors(
     fingerprint: await graphFingerprint(driver, database),
     errors: children.flatMap((child) => child.errors).slice(0, 10),
     cpuSeconds,
-    accounting: runAccounting(samples, cpuSeconds, records, Object.values(runNames.retry)),
+    accounting: runAccounting(
+      samples,
+      cpuSeconds,
+      records,
+      Object.values(runNames.retry),
+      await Promise.all(joinedLate),
+    ),
   };
   const perRecord = result.accounting?.cpuSecondsPerRecord;
   say(

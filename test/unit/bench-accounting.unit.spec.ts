@@ -68,20 +68,26 @@ describe("bench accounting", () => {
         [],
       ),
     });
-    const rows = accountingRows([
-      run(1, 100, 60, 10),
-      run(3, 120, 63, 9),
-      run(1, 110, 66, 12),
-      run(3, 130, 69, 8),
-      run(3, 125, 66, 8),
-      run(1, 105, 63, 11),
-    ]);
+    const rows = accountingRows(
+      [
+        run(1, 100, 60, 10),
+        run(3, 120, 63, 9),
+        run(3, 130, 69, 8),
+        run(1, 110, 66, 12),
+        run(1, 105, 63, 11),
+        run(3, 125, 66, 8),
+      ],
+      [0, 0, 1, 1, 2, 2],
+    );
     expect(rows.map((r) => r.instances)).toEqual([1, 3]);
     const [one, three] = rows;
     expect(one?.cpuMicrosecondsPerRecord.total).toBe(105);
     expect(three?.cpuMicrosecondsPerRecord).toMatchObject({ total: 125, neo4j: 66 });
     expect(three?.vsOne).toEqual({ total: 1.19, neo4j: 1.048 });
     expect(three?.projectorCpuSecondsPerInstance).toBe(19.67);
+    // Turn by turn: 120/100, 130/110, 125/105; 63/60, 69/66, 66/63.
+    expect(three?.vsOnePerTurn).toEqual({ total: [1.2, 1.182, 1.19], neo4j: [1.05, 1.045, 1.048] });
+    expect(one?.vsOnePerTurn.total).toEqual([1, 1, 1]);
     expect(accountingTable(rows)).toMatch(/total \/ one instance's\s+1\s+1\.19/);
   });
 });
