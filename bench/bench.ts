@@ -329,7 +329,14 @@ async function main(): Promise<void> {
     // The peer, like a compared configuration, goes first every other turn, so neither side always
     // meets the store the ceiling or the other has just written, warmed and left to be checkpointed.
     if (r % 2 === 1) await peerRun();
-    if (INSTANCES.includes(1)) {
+    // Every instance count runs in every turn, in the opposite order every other turn (1, 2, 3 then
+    // 3, 2, 1), so that the host's drift falls on each count alike and the CPU per record of N
+    // instances is read against one instance's measured minutes apart (issue 55).
+    for (const instances of r % 2 === 0 ? INSTANCES : [...INSTANCES].reverse()) {
+      if (instances !== 1) {
+        await projectorRun(instances);
+        continue;
+      }
       if (comparing && r % 2 === 1) await comparedRun();
       await projectorRun(1);
       if (comparing && r % 2 === 0) await comparedRun();
@@ -337,7 +344,6 @@ async function main(): Promise<void> {
     if (r % 2 === 0) await peerRun();
   }
   if (ceiling) ceiling.recordsPerSecond = median(ceiling.best.map((b) => b.recordsPerSecond));
-  for (const instances of INSTANCES) if (instances !== 1) await projectorRun(instances);
 
   // ---- like for like: the log published in dependency order, both systems building all of it ----
   let dependencyOrder: DependencyOrderRun[] = [];

@@ -20,6 +20,7 @@ import {
   SOAK_MINUTES,
   say,
 } from "./args.js";
+import { accountingRows, accountingTable } from "./lib/accounting.js";
 import { chartFromResults } from "./lib/chart.js";
 import type { GraphCounts } from "./lib/correctness.js";
 import type { CpuSeconds } from "./lib/cpu.js";
@@ -71,6 +72,11 @@ export async function writeReport(input: ReportInput): Promise<void> {
     INSTANCES.map((n) => [n, median(runs.filter((r) => r.instances === n).map((r) => r.recordsPerSecond))]),
   );
   const { dependencyOrder, reference } = input;
+  // Each turn ran every instance count once (bench.ts), so a run's turn is its place in `runs`.
+  const accounting = accountingRows(
+    runs,
+    runs.map((_, i) => Math.floor(i / Math.max(1, INSTANCES.length))),
+  );
   const versions = await driver.executeQuery("CALL dbms.components() YIELD name, versions, edition RETURN *");
   const neo4jVersion = versions.records.map((r) => `${r.get("name")} ${r.get("versions")[0]} ${r.get("edition")}`)[0];
   const kafkaPom = fs.readFileSync(path.join(ROOT, "stack/kafka/pom.xml"), "utf8");
@@ -87,11 +93,29 @@ export async function writeReport(input: ReportInput): Promise<void> {
     baselineRecordsPerSecond: baseline ? Math.round(baseline.recordsPerSecond) : null,
     projectorOverCeiling: ceiling ? round(projectorRate / ceiling.recordsPerSecond, 3) : null,
     projectorOverBaseline: baseline ? round(projectorRate / baseline.recordsPerSecond, 1) : null,
+    /**
+     * Per instance count, medians over its runs: records/s, and CPU seconds per record, total (the
+     * projector processes, Neo4j and Kafka) and Neo4j's, with their ratio to one instance's (issue 55).
+     */
     scaleOut: Object.fromEntries(
-      Object.entries(byInstances).map(([n, rate]) => [
-        n,
-        { recordsPerSecond: rate, vsOne: round(rate / projectorRate, 2) },
-      ]),
+      Object.entries(byInstances).map(([n, rate]) => {
+        const row = accounting.find((r) => r.instances === Number(n));
+        const perRecord = (v: number | null | undefined) => (v === null || v === undefined ? null : round(v / 1e6, 8));
+        return [
+          n,
+          {
+            recordsPerSecond: rate,
+            vsOne: round(rate / projectorRate, 2),
+            cpuSecondsPerRecord: {
+              total: perRecord(row?.cpuMicrosecondsPerRecord.total),
+              neo4j: perRecord(row?.cpuMicrosecondsPerRecord.neo4j),
+              projectors: perRecord(row?.cpuMicrosecondsPerRecord.projectors),
+              kafka: perRecord(row?.cpuMicrosecondsPerRecord.kafka),
+            },
+            cpuVsOne: row?.vsOne ?? null,
+          },
+        ];
+      }),
     ),
     peakRssMiB: Math.max(...single.flatMap((r) => r.peakRssMiB)),
     compared:
@@ -179,6 +203,8 @@ export async function writeReport(input: ReportInput): Promise<void> {
       best: ceiling.best.map(compact),
     },
     baseline,
+    /** The accounting table the bench prints, per instance count (bench/lib/accounting.ts). */
+    accounting,
     runs,
     comparedRuns,
     peer: peerSetup && {
@@ -206,6 +232,8 @@ export async function writeReport(input: ReportInput): Promise<void> {
   fs.writeFileSync(path.join(outDir, quick ? "latest-quick.svg" : "latest.svg"), svg);
   say(`results: ${path.relative(ROOT, file)}`);
   process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+  if (accounting.length > 0)
+    say(`accounting per instance count (medians over the runs):\n${accountingTable(accounting)}`);
 }
 
 function cpuPerRecord(runs: readonly { records: number; cpuSeconds: CpuSeconds }[], name: string): number | null {

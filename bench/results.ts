@@ -1,4 +1,5 @@
 /** What one benchmark run measures, as written to the results file. */
+import type { RunAccounting } from "./lib/accounting.js";
 import type { GraphCounts, GraphErrors } from "./lib/correctness.js";
 import type { CpuSeconds } from "./lib/cpu.js";
 import type { TimelineSecond } from "./lib/freshness.js";
@@ -27,6 +28,8 @@ export interface RunResult {
   readonly errors: string[];
   /** CPU seconds per process from the first join to zero lag (bench/lib/cpu.ts). */
   readonly cpuSeconds: CpuSeconds;
+  /** CPU per record and what the instances did besides (bench/lib/accounting.ts; not in results before it existed). */
+  readonly accounting?: RunAccounting;
 }
 
 export interface FreshnessQuantiles {

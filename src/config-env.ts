@@ -187,7 +187,7 @@ export const envSchema = z.object({
     "Fetched batches kafkajs hands over at once; each partition's batches are applied in a lane of their own.",
   ),
   NEO4J_MAX_CONCURRENT_WRITES: int(2, 1, 256).describe(
-    "Write transactions in flight per instance; about Neo4j's core count (more mostly adds lock waits and deadlock retries).",
+    "Write transactions in flight per stream in each instance; Neo4j sees the group's total (instances × this). Keep that total about Neo4j's core count: more mostly adds lock waits and deadlock retries.",
   ),
   FETCH_MAX_BYTES_PER_PARTITION: int(1_048_576, 1024, 1_073_741_824).describe(
     "kafkajs fetch limit per partition; bounds the memory of fetched batches.",

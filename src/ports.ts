@@ -198,6 +198,8 @@ export type PauseReason = "failure" | "catch-up-hold" | "retry-not-due";
 /** What the Kafka consumer records about the partitions it owns; the Prometheus adapter fits it. */
 export interface ConsumerMetrics {
   recordConsumed(topic: string, partition: number, count: number): void;
+  /** kafkajs ran one fetch (its FETCH event): fetches per record is what an idle or a split consumer costs. */
+  recordFetch(): void;
   recordRebalance(): void;
   /**
    * The retry partition's head record that is not yet due was first seen at `firstSeenMs`.

@@ -15,7 +15,14 @@ export interface ChartedResults {
     readonly projectorOverPeer: number | null;
     readonly peakRssMiB: number;
     readonly peerRecordsPerSecond: number | null;
-    readonly scaleOut: Record<string, { readonly recordsPerSecond: number }>;
+    readonly scaleOut: Record<
+      string,
+      {
+        readonly recordsPerSecond: number;
+        /** Not in results before it existed. */
+        readonly cpuSecondsPerRecord?: { readonly total: number | null; readonly neo4j: number | null };
+      }
+    >;
   };
   readonly baseline?: { readonly recordsPerSecond: number } | null;
   readonly ceiling?: { readonly recordsPerSecond: number } | null;
@@ -56,6 +63,10 @@ export function freshnessRow(f: FreshnessResult): FreshnessRow {
   };
 }
 
+/** CPU per record beside a projector bar: all processes (projectors, Neo4j, Kafka), then Neo4j's. */
+const cpuNote = (total: number, neo4j: number | null) =>
+  `(${Math.round(total * 1e6)} CPU-µs/rec${neo4j !== null ? `, Neo4j ${Math.round(neo4j * 1e6)}` : ""})`;
+
 export function chartFromResults(result: ChartedResults): ChartInput {
   const { summary } = result;
   const instances = Object.keys(summary.scaleOut).sort((a, b) => Number(a) - Number(b));
@@ -69,11 +80,17 @@ export function chartFromResults(result: ChartedResults): ChartInput {
       `${slope !== undefined ? `, soak RSS slope ${slope} MiB/min` : ""}`,
     bars: [
       ...(result.baseline ? [{ label: "baseline (1 record/tx)", value: result.baseline.recordsPerSecond }] : []),
-      ...instances.map((n) => ({
-        label: `projector ×${n}`,
-        value: (summary.scaleOut[n] as { recordsPerSecond: number }).recordsPerSecond,
-        highlight: true,
-      })),
+      ...instances.map((n) => {
+        const { recordsPerSecond, cpuSecondsPerRecord: cpu } = summary.scaleOut[
+          n
+        ] as ChartedResults["summary"]["scaleOut"][string];
+        return {
+          label: `projector ×${n}`,
+          value: recordsPerSecond,
+          ...(cpu?.total != null ? { note: cpuNote(cpu.total, cpu.neo4j) } : {}),
+          highlight: true,
+        };
+      }),
       ...(summary.peerRecordsPerSecond !== null && peerBest
         ? [{ label: `Neo4j connector (${peerBest.batchSize}×${peerBest.tasks})`, value: summary.peerRecordsPerSecond }]
         : []),

@@ -4,7 +4,8 @@ import { ensureTopics, topicSpecs } from "../../src/adapters/kafka/admin.js";
 import { fetchLag, partitionLag } from "../../src/adapters/kafka/group-admin.js";
 import { consumedTopics, STREAMS, type Stream, type TopicNames, topicNames } from "../../src/topics.js";
 import { PARTITIONS, round, say, sleep } from "../args.js";
-import { cpuMeter } from "../lib/cpu.js";
+import { runAccounting } from "../lib/accounting.js";
+import { cpuMeter, cpuSecondsOf } from "../lib/cpu.js";
 import { graphFingerprint } from "../lib/direct.js";
 import { type ProjectorProcess, startProjector } from "../lib/projector.js";
 import { histogramQuantile, type Sample, statementTimes, sumSamples, total, totalsBy } from "../lib/prom.js";
@@ -77,6 +78,18 @@ export async function runProjectors(
   const meter = cpuMeter({
     ...servers,
     ...Object.fromEntries(children.map((child, n) => [`projector${children.length > 1 ? n + 1 : ""}`, child.pid])),
+  });
+  // An instance that joins after the first is still starting when the clock starts: what it spends
+  // from then to its own join (its start-up's tail, not records) is told apart in the accounting.
+  const atStart = children.map((child) => cpuSecondsOf(child.pid));
+  const joinedLate = children.map(async (child, n) => {
+    const at = await child.joinedAt;
+    const cpu = cpuSecondsOf(child.pid);
+    const before = atStart[n];
+    return {
+      afterSeconds: round((at - t0) / 1000, 2),
+      cpuSeconds: cpu === null || before === null || before === undefined ? null : round(cpu - before, 2),
+    };
   });
   const lastBusy: Record<string, number> = Object.fromEntries(STREAMS.map((s) => [s, t0]));
   const topicsOf = (stream: Stream) => [runNames.source[stream], runNames.retry[stream]];
@@ -152,11 +165,20 @@ export async function runProjectors(
     fingerprint: await graphFingerprint(driver, database),
     errors: children.flatMap((child) => child.errors).slice(0, 10),
     cpuSeconds,
+    accounting: runAccounting(
+      samples,
+      cpuSeconds,
+      records,
+      Object.values(runNames.retry),
+      await Promise.all(joinedLate),
+    ),
   };
+  const perRecord = result.accounting?.cpuSecondsPerRecord;
   say(
     `projector ×${instances}: ${result.recordsPerSecond} rec/s over ${result.seconds} s; batch p50 ${result.batchP50Ms} ms, ` +
       `p99 ${result.batchP99Ms} ms; ${result.transactions} tx, ${result.transactionRetries} retries ${JSON.stringify(result.transactionRetriesBy)}, ` +
-      `${result.deferred} deferred; Neo4j's time per pattern ${JSON.stringify(result.neo4jStatements)}; peak RSS ${result.peakRssMiB.join("/")} MiB; CPU ${JSON.stringify(cpuSeconds)} s`,
+      `${result.deferred} deferred; Neo4j's time per pattern ${JSON.stringify(result.neo4jStatements)}; peak RSS ${result.peakRssMiB.join("/")} MiB; CPU ${JSON.stringify(cpuSeconds)} s; ` +
+      `CPU µs/record ${round((perRecord?.total ?? Number.NaN) * 1e6)} (Neo4j ${round((perRecord?.neo4j ?? Number.NaN) * 1e6)})`,
   );
   return result;
 }

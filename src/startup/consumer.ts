@@ -95,6 +95,7 @@ export async function buildConsumer(
   };
   // One poller of the group's lag: the catch-up hold asks it when it must decide, the gauges hear every answer.
   const lag = createLagMonitor(admin, config.kafka.group, consumedTopics(names), logger, clock);
+  lag.onLag(() => metrics.recordLagPoll());
   const hold = createCatchUpHold(lag.poll, names, config.catchUpHold, logger, { clock });
   ctx.opened(async () => hold.stop());
   const consumer = createProjectorConsumer(

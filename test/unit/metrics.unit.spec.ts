@@ -58,6 +58,28 @@ describe("Prometheus metrics", () => {
     expect(await sample(text, 'agp_partition_consecutive_failures{topic="t",partition="2"}')).toBe(0);
   });
 
+  it("counts pauses as they start (not again while one lasts), fetches and lag polls, from 0", async () => {
+    const metrics = createPrometheusMetrics();
+    let text = metrics.registry.metrics();
+    expect(await sample(text, 'agp_partition_pauses_total{reason="catch-up-hold"}')).toBe(0);
+    expect(await sample(text, "agp_fetches_total")).toBe(0);
+    metrics.setPaused("t", 2, "catch-up-hold");
+    metrics.setPaused("t", 2, "catch-up-hold");
+    metrics.setPaused("t", 3, "catch-up-hold");
+    metrics.setPaused("t", 2, "failure");
+    metrics.setPaused("t", 2, undefined);
+    metrics.setPaused("t", 2, "catch-up-hold");
+    metrics.recordFetch();
+    metrics.recordFetch();
+    metrics.recordLagPoll();
+    text = metrics.registry.metrics();
+    expect(await sample(text, 'agp_partition_pauses_total{reason="catch-up-hold"}')).toBe(3);
+    expect(await sample(text, 'agp_partition_pauses_total{reason="failure"}')).toBe(1);
+    expect(await sample(text, 'agp_partition_pauses_total{reason="retry-not-due"}')).toBe(0);
+    expect(await sample(text, "agp_fetches_total")).toBe(2);
+    expect(await sample(text, "agp_lag_polls_total")).toBe(1);
+  });
+
   it("keeps drift per tenant", async () => {
     const metrics = createPrometheusMetrics();
     metrics.setDrift("acme", "missing-grant", 2);

@@ -160,6 +160,7 @@ export function createProjectorConsumer(
   });
   consumer.on(consumer.events.FETCH, () => {
     fetchedAt = deps.clock.now();
+    deps.metrics.recordFetch();
     if (heldForFirstFetch.length === 0) return;
     const held = heldForFirstFetch;
     heldForFirstFetch = [];

@@ -7,12 +7,15 @@ import type { ConsumerMetrics, DecoderMetrics, FindingMetrics, Metrics, PauseRea
 import { STREAMS, type Stream } from "../../topics.js";
 
 export const METRIC_PREFIX = "agp_";
+const PAUSE_REASONS: readonly PauseReason[] = ["failure", "catch-up-hold", "retry-not-due"];
 
 /** Everything the service exports, on one registry; the core sees only the Metrics interface. */
 export interface PrometheusMetrics extends Metrics, ConsumerMetrics, FindingMetrics, DecoderMetrics {
   readonly registry: Registry;
   recordConsumed(topic: string, partition: number, count: number): void;
   recordRebalance(): void;
+  /** The lag monitor asked the broker for the group's lag (the catch-up hold's checks and the gauges' refresh). */
+  recordLagPoll(): void;
   setLag(topic: string, partition: number, lag: number): void;
   dropLag(topic: string, partition: number): void;
   /**
@@ -119,6 +122,24 @@ export function createPrometheusMetrics(
     name: p("transaction_retries_total"),
     help: "Neo4j write transactions retried after a transient error, by the transaction's first statement and the error (DeadlockDetected, ServiceUnavailable, ...).",
     labelNames: ["pattern", "reason"],
+    registers: [registry],
+  });
+  // What each instance costs besides its records (bench/README, the accounting of scale-out): fetches,
+  // the lag monitor's admin requests, and the pauses of its partitions.
+  const fetches = new Counter({
+    name: p("fetches_total"),
+    help: "Fetches the Kafka consumer ran (kafkajs FETCH events), whether or not they returned records.",
+    registers: [registry],
+  });
+  const lagPolls = new Counter({
+    name: p("lag_polls_total"),
+    help: "Answers to the lag monitor's requests for the group's lag (catch-up hold checks and the lag gauges' refresh).",
+    registers: [registry],
+  });
+  const pauses = new Counter({
+    name: p("partition_pauses_total"),
+    help: "Partitions paused, by reason: failure (infrastructure), catch-up-hold, retry-not-due.",
+    labelNames: ["reason"],
     registers: [registry],
   });
   const rebalances = new Counter({
@@ -266,6 +287,7 @@ export function createPrometheusMetrics(
   for (const topic of build.topics?.consumed ?? []) consumed.inc({ topic }, 0);
   for (const tenant of build.tenants ?? []) for (const kind of FINDING_KINDS) findings.inc({ tenant, kind }, 0);
   for (const tenant of build.tenants ?? []) unpublished.set({ tenant }, 0);
+  for (const reason of PAUSE_REASONS) pauses.inc({ reason }, 0);
   // Deadlocks are the retry a busy graph has; each stream's write starts at 0 for them (other
   // reasons appear with their first retry: which errors Neo4j and the network give is open-ended).
   for (const pattern of STREAM_WRITE_PATTERNS) txRetries.inc({ pattern, reason: "DeadlockDetected" }, 0);
@@ -318,6 +340,8 @@ export function createPrometheusMetrics(
       for (const [tenant, at] of detectedAtByTenant) oldestUnpublished.set(tenant, at);
     },
     recordConsumed: (topic, _partition, count) => consumed.inc({ topic }, count),
+    recordFetch: () => fetches.inc(),
+    recordLagPoll: () => lagPolls.inc(),
     recordRebalance: () => rebalances.inc(),
     setLag: (topic, partition, value) => lag.set({ topic, partition: String(partition) }, value),
     dropLag: (topic, partition) => lag.remove({ topic, partition: String(partition) }),
@@ -328,6 +352,7 @@ export function createPrometheusMetrics(
       if (before === reason) return;
       if (before) paused.remove({ topic, partition: String(partition), reason: before });
       if (reason) {
+        pauses.inc({ reason });
         pausedReason.set(key, reason);
         paused.set({ topic, partition: String(partition), reason }, 1);
       } else pausedReason.delete(key);
