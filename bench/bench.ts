@@ -213,6 +213,7 @@ async function main(): Promise<void> {
     config,
     prefix,
     baseEnv,
+    kafka,
     admin,
     producer,
     openLoadProducer,

@@ -165,6 +165,7 @@ export async function writeReport(input: ReportInput): Promise<void> {
       histogramOutcomes: f.histogram["outcome-created"],
       histogramEscalations: f.histogram["escalation-edge"],
       oldestUnappliedMaxSeconds: f.oldestUnappliedMaxSeconds,
+      findings: f.findings ?? null,
     })),
   };
   const result = {

@@ -2,6 +2,7 @@
 import type { RunAccounting } from "./lib/accounting.js";
 import type { GraphCounts, GraphErrors } from "./lib/correctness.js";
 import type { CpuSeconds } from "./lib/cpu.js";
+import type { FindingsFreshness } from "./lib/findings-freshness.js";
 import type { TimelineSecond } from "./lib/freshness.js";
 
 export interface RunResult {
@@ -106,6 +107,20 @@ export interface FreshnessResult {
    */
   readonly findingsRecorded?: number;
   readonly findingsUnpublishedAtEnd?: number;
+  /**
+   * The findings whose event time (an undeclared escalation's observed_at, a resolution's registry
+   * occurred_at) fell in the measured window, read back from the load's own findings topic: seconds
+   * to their first publication (Kafka timestamp) and to detected_at; how long the run waited after
+   * the drain for the last of them, whether the topic then held all the projector recorded, the
+   * allowed lateness the projector was given (not in results before it existed).
+   */
+  readonly findings?: FindingsFreshness & {
+    readonly waitedSeconds: number;
+    readonly recordedByProjector: number;
+    readonly complete: boolean;
+    readonly allowedLatenessMs: number;
+    readonly undecoded: number;
+  };
   readonly batchP50Ms: number | null;
   readonly batchP99Ms: number | null;
   readonly peakRssMiB: number;

@@ -14,6 +14,8 @@ import { generateEventLog, prng } from "../../workload/generate.js";
 import { FRESHNESS_SECONDS, FRESHNESS_WARMUP, nullable, round, SEED, say, sleep } from "../args.js";
 import { cpuMeter } from "../lib/cpu.js";
 import { wipeGraph } from "../lib/direct.js";
+import { findingsFreshness } from "../lib/findings-freshness.js";
+import { readFindings } from "../lib/findings-reader.js";
 import {
   CohortTracker,
   declaredTargets,
@@ -53,7 +55,7 @@ export async function runFreshness(
 ): Promise<FreshnessResult> {
   const { prefix, admin, producer, registry, driver, database, log, size, baseEnv, servers } = run;
   const label = `fresh${runNo}`;
-  const { names: freshNames, ids: freshIds } = await loadTopics(run, label);
+  const { names: freshNames, ids: freshIds } = await loadTopics(run, label, { ownFindingsTopic: true });
   await wipeGraph(driver, database);
   await publishEvents(producer, registry, freshIds, freshNames, log.registry, () => {}, 5000);
   const pool = generateEventLog(SEED + 5 + runNo, { ...size, outcomes: 20_000, escalations: 0 }).outcomes;
@@ -66,12 +68,15 @@ export async function runFreshness(
       ...baseEnv,
       CONSUMER_GROUP: group,
       ...sourceTopicEnv(freshNames),
+      TOPIC_GOVERNANCE_FINDINGS: freshNames.findings,
       RETRY_TOPIC_SUFFIX: `.retry-${label}`,
       DLQ_TOPIC_SUFFIX: `.dlq-${label}`,
     },
     label,
   );
   await child.joinedAt;
+  // The findings the load brings, read back as they are published (their freshness beside the graph's).
+  const findingsReader = await readFindings(run.kafka, registry, freshNames.findings, `${group}-findings`);
   for (const started = Date.now(); Date.now() - started < 120_000; ) {
     const lags = await fetchLag(admin, group, [freshNames.source["registry-mutation"]]);
     if (lags.length > 0 && lags.every((l) => l.lag === 0)) break;
@@ -221,6 +226,7 @@ export async function runFreshness(
   await loadProducer.close();
   const after = await child.scrape();
   const window = sampleDelta(after, before);
+  const findingsWait = await awaitFindings(child, findingsReader, baseEnv, measureUntil);
   const peak = child.rssKiB();
   await child.stop();
   const fromHistogram = (stream: Stream) => ({
@@ -276,6 +282,11 @@ export async function runFreshness(
     neo4jStatements: statementTimes(window),
     transactions: total(window, "agp_batch_duration_seconds_count"),
     findingsRecorded: total(window, "agp_findings_total"),
+    findings: {
+      ...findingsFreshness(findingsReader.findings, measureFrom, measureUntil),
+      ...findingsWait,
+      undecoded: findingsReader.undecoded,
+    },
     findingsUnpublishedAtEnd: total(after, "agp_findings_unpublished"),
     batchP50Ms: nullable(histogramQuantile(window, "agp_batch_duration_seconds", 0.5), 1000),
     batchP99Ms: nullable(histogramQuantile(window, "agp_batch_duration_seconds", 0.99), 1000),
@@ -295,6 +306,10 @@ export async function runFreshness(
   const lateSeconds = (stream: "outcome-created" | "escalation-edge") =>
     timeline[stream].flatMap((s, i) => (s.max !== null && s.max > 1 ? [`${i}:${round(s.max, 1)}`] : [])).join(" ") ||
     "none";
+  const f = result.findings;
+  say(
+    `freshness ${runNo}: findings (event time → published) ${f ? `${f.findings} ${JSON.stringify(f.byKind)}: p50 ${f.p50} s, p99 ${f.p99} s, max ${f.max} s (→ detected p99 ${f.detected.p99} s); waited ${f.waitedSeconds} s after the drain` : "none"}; the graph's p99 ${result.records.all.p99} s`,
+  );
   say(
     `freshness ${runNo}: seconds of the load whose slowest record took over 1 s — outcomes ${lateSeconds("outcome-created")}; escalations ${lateSeconds("escalation-edge")}`,
   );
@@ -303,4 +318,35 @@ export async function runFreshness(
       `drained in ${result.drainSeconds} s, ${result.deferred} deferred, ${result.transactionRetries} transaction retries ${JSON.stringify(result.transactionRetriesBy)}; ${result.findingsRecorded} findings recorded, ${result.findingsUnpublishedAtEnd} unpublished at the end; CPU ${JSON.stringify(cpuSeconds)} s; ${result.transactions} batches, Neo4j's time per pattern ${JSON.stringify(result.neo4jStatements)}`,
   );
   return result;
+}
+
+/**
+ * After the drain, the findings of the window's last escalations are still waiting for their judge
+ * (the allowed lateness past their observed_at, then a round): wait until that horizon has passed and
+ * the findings topic holds every finding the projector recorded (agp_findings_total), at most a
+ * minute past the horizon. Nothing to wait for with FINDINGS_ENABLED=false.
+ */
+async function awaitFindings(
+  child: { scrape(): Promise<Sample[]> },
+  reader: { readonly findings: readonly { findingId: string }[]; stop(): Promise<void> },
+  env: Readonly<Record<string, string>>,
+  measureUntil: number,
+): Promise<{ waitedSeconds: number; recordedByProjector: number; complete: boolean; allowedLatenessMs: number }> {
+  const allowedLatenessMs = Number(env.FINDINGS_ALLOWED_LATENESS_MS ?? 5_000);
+  const started = Date.now();
+  let recordedByProjector = 0;
+  let complete = env.FINDINGS_ENABLED === "false";
+  const horizon = measureUntil + allowedLatenessMs + Number(env.FINDINGS_JUDGE_INTERVAL_MS ?? 1_000) + 2_000;
+  while (!complete && Date.now() < horizon + 60_000) {
+    try {
+      recordedByProjector = total(await child.scrape(), "agp_findings_total");
+    } catch {
+      // the next scrape
+    }
+    const read = new Set(reader.findings.map((finding) => finding.findingId)).size;
+    complete = Date.now() >= horizon && read >= recordedByProjector;
+    if (!complete) await sleep(500);
+  }
+  await reader.stop();
+  return { waitedSeconds: round((Date.now() - started) / 1000, 1), recordedByProjector, complete, allowedLatenessMs };
 }

@@ -1,6 +1,6 @@
 /** What the timed loads of one benchmark run share. */
 import type { SchemaRegistry } from "@kafkajs/confluent-schema-registry";
-import type { Admin, Producer } from "kafkajs";
+import type { Admin, Kafka, Producer } from "kafkajs";
 import type { Driver } from "neo4j-driver";
 import { ensureTopics, topicSpecs } from "../../src/adapters/kafka/admin.js";
 import { registerFindingSchema } from "../../src/adapters/registry/findings-subject.js";
@@ -19,6 +19,7 @@ export interface BenchRun {
   readonly prefix: string;
   /** The projector's environment for this run (child processes add their group and topics). */
   readonly baseEnv: Record<string, string>;
+  readonly kafka: Kafka;
   readonly admin: Admin;
   readonly producer: Producer;
   /** The steady loads' producer, one per load (lib/load-producer.ts). */
@@ -36,11 +37,13 @@ export interface BenchRun {
 
 /**
  * Source topics of this run's own for one load (`<prefix>-<label>.<stream>`), created with the run's
- * partitions, and their schemas registered.
+ * partitions, and their schemas registered; with `ownFindingsTopic` the findings topic too
+ * (`<prefix>-<label>.governance-findings`, which the projector must then be given).
  */
 export async function loadTopics(
   run: BenchRun,
   label: string,
+  options: { ownFindingsTopic?: boolean } = {},
 ): Promise<{ names: TopicNames; ids: Awaited<ReturnType<typeof registerSchemas>> }> {
   const names = topicNames({
     ...run.config.topics,
@@ -49,6 +52,8 @@ export async function loadTopics(
     registryMutation: `${run.prefix}-${label}.registry-mutation`,
     outcomeCreated: `${run.prefix}-${label}.outcome-created`,
     escalationEdge: `${run.prefix}-${label}.escalation-edge`,
+    // A steady load reads its findings back (their freshness), so they must be its own.
+    ...(options.ownFindingsTopic ? { findings: `${run.prefix}-${label}.governance-findings` } : {}),
   });
   await ensureTopics(run.admin, topicSpecs(names, { partitions: PARTITIONS, replicationFactor: 1 }));
   await registerFindingSchema(run.config.registry, names.findings);
