@@ -17,7 +17,7 @@ import { projectEscalations } from "../../src/projection/escalations.js";
 import { projectOutcomes } from "../../src/projection/outcomes.js";
 import type { Plan } from "../../src/projection/plan.js";
 import { projectRegistry } from "../../src/projection/registry.js";
-import { CONTROL_TERMINALS, generateEventLog, SMALL_WORKLOAD } from "../../workload/generate.js";
+import { generateEventLog, SMALL_WORKLOAD } from "../../workload/generate.js";
 import { Harness, testEnv } from "../support/harness.js";
 
 /**

@@ -4,7 +4,13 @@ import { listFindings } from "../../src/cli/findings.js";
 import { AGENTS_WITHOUT_REACHABLE_TERMINAL } from "../../src/cypher/s4-queries.js";
 import type { ProjectorEvent } from "../../src/model/events.js";
 import type { Finding } from "../../src/model/findings.js";
-import { byFindingId, findingContent, graphFindings, terminalScenario, waitForPublished } from "../support/findings.js";
+import {
+  byFindingId,
+  settledFindings,
+  terminalScenario,
+  waitForJudged,
+  waitForPublished,
+} from "../support/findings.js";
 import { Harness } from "../support/harness.js";
 
 /** terminal-unreachable findings on real servers, over the hand-computed scenario (support/findings.ts). */
@@ -33,7 +39,7 @@ describe("terminal-unreachable findings, on real servers", () => {
       await h.publish(phase);
       await h.waitForCaughtUp();
       all.push(...(want[n] ?? []));
-      expect((await graphFindings(h)).map(findingContent).sort(byFindingId)).toEqual([...all].sort(byFindingId));
+      expect(await settledFindings(h, all)).toEqual([...all].sort(byFindingId));
       if (n === 1) {
         // Open: the three losses, listed by `findings --open`.
         const open = await listFindings(h.graph(), h.config.tenants, true);
@@ -56,7 +62,8 @@ describe("terminal-unreachable findings, on real servers", () => {
     await h.publish(again);
     await h.publishLate(again);
     await h.waitForCaughtUp();
-    expect((await graphFindings(h)).map(findingContent).sort(byFindingId)).toEqual([...all].sort(byFindingId));
+    await waitForJudged(h);
+    expect(await settledFindings(h, all, 0)).toEqual([...all].sort(byFindingId));
 
     // Published once each by id (a copy may repeat, never with other content), keyed tenant/agent.
     const published = await waitForPublished(
@@ -90,7 +97,7 @@ describe("terminal-unreachable findings, on real servers", () => {
     await h.publish((second ?? []).map(of("acme")));
     await h.waitForCaughtUp();
     const want = expected("acme")[1] ?? [];
-    expect((await graphFindings(h)).map(findingContent).sort(byFindingId)).toEqual([...want].sort(byFindingId));
+    expect(await settledFindings(h, want)).toEqual([...want].sort(byFindingId));
     const published = await waitForPublished(
       h,
       want.map((f) => f.finding_id),

@@ -1,9 +1,11 @@
 import { readTopicsToEnd } from "../../src/adapters/kafka/read-topic.js";
+import { OLDEST_MARK } from "../../src/cypher/event-time-judge.js";
 import { LIST_FINDINGS } from "../../src/cypher/findings.js";
 import type { ProjectorEvent } from "../../src/model/events.js";
 import { type Finding, terminalFinding } from "../../src/model/findings.js";
 import { snapshot, tombstone } from "./builders.js";
 import type { Harness } from "./harness.js";
+import { until } from "./until.js";
 
 /** A finding as read back from the findings topic, with its key: what identifies it, and the whole record. */
 export interface Published {
@@ -48,6 +50,37 @@ export async function waitForPublished(
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
   throw new Error(`findings not published within ${timeoutMs} ms; on the topic: ${JSON.stringify(last)}`);
+}
+
+/**
+ * The graph's findings (their published fields, sorted by id) once they equal `want`, or as they stand
+ * when time runs out, for the caller's assertion to show the difference: findings are judged by the
+ * event-time judge a round after the registry has been applied past them, not in the write's transaction.
+ */
+export async function settledFindings(
+  harness: Harness,
+  want: readonly Record<string, unknown>[],
+  timeoutMs = 30_000,
+): Promise<Record<string, unknown>[]> {
+  const expected = JSON.stringify([...want].map(findingContent).sort(byFindingId));
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const found = (await graphFindings(harness)).map(findingContent).sort(byFindingId);
+    if (JSON.stringify(found) === expected || Date.now() > deadline) return found;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+/** Waits until the event-time judge has judged every mark in the graph: what it found is recorded. */
+export async function waitForJudged(harness: Harness, timeoutMs = 60_000): Promise<void> {
+  await until(
+    "the event-time judge to judge every mark",
+    async () => {
+      const [row] = await harness.graph().read(harness.config.neo4j.database, OLDEST_MARK, {});
+      return row?.oldest === null || row?.oldest === undefined;
+    },
+    { timeoutMs, everyMs: 250 },
+  );
 }
 
 export const byFindingId = (a: { finding_id?: unknown }, b: { finding_id?: unknown }): number =>
