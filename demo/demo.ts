@@ -19,6 +19,7 @@ import { listFindings } from "../src/cli/findings.js";
 import { printRows } from "../src/cli/output.js";
 import { printReport } from "../src/cli/report.js";
 import { type Config, loadConfig } from "../src/config.js";
+import { OLDEST_MARK } from "../src/cypher/event-time-judge.js";
 import { createLogger } from "../src/logger.js";
 import { type GraphWriter, noopMetrics } from "../src/ports.js";
 import { governanceReport } from "../src/report.js";
@@ -94,7 +95,8 @@ async function main(): Promise<void> {
     config.terminalAgentIds,
     { id: revocation.agent_id, limit: 10 },
   );
-  const findings = await publishedFindings(graph, config.tenants);
+  say("judging findings at event time…");
+  const findings = await judgedFindings(graph, config);
   await driver.close();
   if (flags.json) {
     process.stdout.write(`${JSON.stringify({ ...report, findings }, null, 2)}\n`);
@@ -130,14 +132,18 @@ Where to look next
 }
 
 /**
- * The findings in the graph once the service has published them (it does so right after the batch
- * that recorded them); after a bound, as they are, so that the demo never waits on a broken topic.
+ * The findings in the graph once the event-time judge has judged every escalation and registry change
+ * (a round after the registry is applied past them, FINDINGS_ALLOWED_LATENESS_MS later) and the service
+ * has published what it found; after a bound, as they are, so that the demo never waits on a broken topic.
  */
-async function publishedFindings(graph: GraphWriter, tenants: Config["tenants"]): Promise<Record<string, unknown>[]> {
-  const until = Date.now() + 30_000;
+async function judgedFindings(graph: GraphWriter, config: Config): Promise<Record<string, unknown>[]> {
+  const until = Date.now() + config.findingsJudge.allowedLatenessMs + 30_000;
+  const databases = [...new Set(config.tenants.map((tenant) => tenant.database))];
   for (;;) {
-    const findings = await listFindings(graph, tenants, false);
-    if (findings.every((f) => f.published === true) || Date.now() > until) return findings;
+    const marks = await Promise.all(databases.map((database) => graph.read(database, OLDEST_MARK, {})));
+    const judged = marks.every(([row]) => row?.oldest === null || row?.oldest === undefined);
+    const findings = await listFindings(graph, config.tenants, false);
+    if ((judged && findings.every((f) => f.published === true)) || Date.now() > until) return findings;
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
 }

@@ -1,4 +1,4 @@
-import { scopedKey } from "./tenant.js";
+import { keyIndex, scopedKey } from "./tenant.js";
 
 /**
  * What the event-time judge (pipeline/event-time-judge.ts) reads and writes: undeclared escalations
@@ -85,18 +85,23 @@ RETURN f.finding_id AS finding_id, f.tenant_id AS tenant_id, f.kind AS kind,
        f.source_agent_id AS source_agent_id, f.resolves AS resolves, f.registry_occurred_at.epochMillis AS at
 `;
 
-/** Removes the marks of judged observations, unless a new mark (an earlier observation) replaced one. */
+/**
+ * Removes the marks of judged observations, unless a new mark (an earlier observation) replaced one; by
+ * key (the indexes of marks are no way in).
+ */
 export const clearObservations = (scoped: boolean): string => `
 UNWIND $rows AS row
 MATCH (source:Outcome {${scopedKey(scoped, "row.tenant_id")}outcome_id: row.source_outcome_id})-[obs:OBSERVED]->(target:Outcome {${scopedKey(scoped, "row.tenant_id")}outcome_id: row.target_outcome_id})
+${keyIndex(scoped, "source", "Outcome", "outcome_id")}
 WHERE obs.unjudged = row.unjudged
 REMOVE obs.unjudged
 `;
 
-/** Removes the marks of judged registry changes and notes which came late. */
+/** Removes the marks of judged registry changes and notes which came late; by key (the index of marks is no way in). */
 export const clearChanges = (scoped: boolean): string => `
 UNWIND $rows AS row
 MATCH (c:RegistryChange {${scopedKey(scoped, "row.tenant_id")}agent_id: row.agent_id, registry_version: toInteger(row.registry_version)})
+${keyIndex(scoped, "c", "RegistryChange", "agent_id, registry_version")}
 WHERE c.unjudged = row.unjudged
 SET c.late = row.late
 REMOVE c.unjudged

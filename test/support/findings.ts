@@ -59,10 +59,10 @@ export async function waitForPublished(
  */
 export async function settledFindings(
   harness: Harness,
-  want: readonly Record<string, unknown>[],
+  want: readonly Finding[],
   timeoutMs = 30_000,
 ): Promise<Record<string, unknown>[]> {
-  const expected = JSON.stringify([...want].map(findingContent).sort(byFindingId));
+  const expected = JSON.stringify(want.map((f) => findingContent({ ...f })).sort(byFindingId));
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const found = (await graphFindings(harness)).map(findingContent).sort(byFindingId);
