@@ -287,15 +287,53 @@ export interface PartitionProgress {
   readonly caught_up: boolean;
 }
 
+/** The registry partitions' end offsets as one lag poll read them, and when (taken before the read). */
+export interface RegistryPoll {
+  readonly at: number;
+  /** partition → end offset (the last stable offset) at `at`. */
+  readonly ends: ReadonlyMap<number, number>;
+}
+
+/** What the service remembers between polls: the polls not yet passed, and the watermark reached. */
+export interface RegistryWatermarkState {
+  readonly polls: readonly RegistryPoll[];
+  readonly watermark: number;
+}
+
+export const NO_REGISTRY_WATERMARK: RegistryWatermarkState = { polls: [], watermark: Number.NEGATIVE_INFINITY };
+
+/** Polls remembered: at one a second, beyond FINDINGS_MAX_WAIT_MS's default the judge no longer waits. */
+const POLLS_KEPT = 900;
+
 /**
- * The service's registry watermark, from the group's lag on the registry partitions as polled at
- * `polledAt`: when every partition was caught up, every record on the topic then has been applied, and a
- * record written later must have occurred_at ≥ polledAt − `allowedLatenessMs` to be on time (the
- * lateness a producer may take to get a change onto the topic). A partition behind holds it at −∞ (its
- * progress in event time is not known across instances): the judge waits, at most its max wait.
+ * The service's registry watermark, advanced by one lag poll: `poll` is the partitions' end offsets,
+ * `committed` the group's position on each (end − lag) in the same poll. Every record on the topic at
+ * a poll's time has an offset below that poll's end; once the group has committed past each partition's
+ * end of a poll, all of them are applied, and a record written later must have occurred_at ≥ the
+ * poll's time − `allowedLatenessMs` to be on time (the lateness a producer may take to get a change onto
+ * the topic). So the watermark is the latest passed poll's time minus the lateness — a partition that
+ * never catches up under a steady stream does not hold it back, only how far behind its end it runs.
+ * It never goes down; a partition not in the poll (added since) holds the older polls back.
  */
-export function watermarkFromLag(lags: readonly number[], polledAt: number, allowedLatenessMs: number): number {
-  return lags.every((lag) => lag <= 0) ? polledAt - allowedLatenessMs : Number.NEGATIVE_INFINITY;
+export function advanceRegistryWatermark(
+  state: RegistryWatermarkState,
+  poll: RegistryPoll,
+  committed: ReadonlyMap<number, number>,
+  allowedLatenessMs: number,
+): RegistryWatermarkState {
+  const polls = [...state.polls, poll].slice(-POLLS_KEPT);
+  const passed = (p: RegistryPoll) =>
+    [...p.ends].every(([partition, end]) => (committed.get(partition) ?? Number.NEGATIVE_INFINITY) >= end);
+  let last = -1;
+  for (let i = polls.length - 1; i >= 0; i--) {
+    const candidate = polls[i];
+    if (candidate && passed(candidate)) {
+      last = i;
+      break;
+    }
+  }
+  const reached = last < 0 ? Number.NEGATIVE_INFINITY : (polls[last]?.at ?? 0) - allowedLatenessMs;
+  return { polls: polls.slice(last + 1), watermark: Math.max(state.watermark, reached) };
 }
 
 /**

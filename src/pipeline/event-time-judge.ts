@@ -42,7 +42,7 @@ export interface EventTimeJudgeDeps {
   readonly graph: GraphWriter;
   /** Each database judged; `tenant` is the one tenant a database serves alone (null when shared). */
   readonly databases: readonly JudgedDatabase[];
-  /** The registry watermark now (model/event-time-findings.ts watermarkFromLag): asks the broker. */
+  /** The registry watermark now (model/event-time-findings.ts advanceRegistryWatermark): asks the broker. */
   watermark(): Promise<number>;
   /** Whether this instance judges: one per group is enough (the owner of registry partition 0). */
   judges(): boolean;

@@ -9,7 +9,7 @@ import type { PrometheusMetrics } from "../adapters/metrics/prometheus.js";
 import { createRegistryPing } from "../adapters/registry/schema-registry.js";
 import { sharedDatabases } from "../config.js";
 import { errorMessage } from "../errors.js";
-import { watermarkFromLag } from "../model/event-time-findings.js";
+import { advanceRegistryWatermark, NO_REGISTRY_WATERMARK } from "../model/event-time-findings.js";
 import {
   createEventTimeJudge,
   type EventTimeJudge,
@@ -148,14 +148,22 @@ function judgeAtEventTime(
   const { metrics, graph, built } = parts;
   if (!config.findingsEnabled) return noEventTimeJudge;
   const registry = names.source["registry-mutation"];
+  let registryWatermark = NO_REGISTRY_WATERMARK;
   const judge = createEventTimeJudge({
     graph,
     databases: judgedDatabases(config.tenants),
     async watermark() {
-      const polledAt = clock.now();
-      const lags = await built.lag.poll();
-      const registryLags = lags.filter((lag) => lag.topic === registry).map((lag) => lag.lag);
-      return watermarkFromLag(registryLags, polledAt, config.findingsJudge.allowedLatenessMs);
+      const at = clock.now();
+      const lags = (await built.lag.poll()).filter((lag) => lag.topic === registry);
+      const ends = new Map(lags.map((lag) => [lag.partition, lag.end]));
+      const committed = new Map(lags.map((lag) => [lag.partition, lag.end - lag.lag]));
+      registryWatermark = advanceRegistryWatermark(
+        registryWatermark,
+        { at, ends },
+        committed,
+        config.findingsJudge.allowedLatenessMs,
+      );
+      return registryWatermark.watermark;
     },
     judges: () => built.consumer.assignment().get(registry)?.includes(0) === true,
     maxWaitMs: config.findingsJudge.maxWaitMs,

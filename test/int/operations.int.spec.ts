@@ -79,6 +79,10 @@ describe("operating the service", () => {
     expect(samples(text, "agp_batch_duration_seconds_count").length).toBeGreaterThan(0);
     expect(samples(text, "agp_batch_size_records_bucket").length).toBeGreaterThan(0);
     expect(samples(text, "agp_rebalances_total")[0]?.value).toBeGreaterThanOrEqual(1);
+    // What the instance cost besides its records: the consumer's fetches and the lag monitor's polls
+    // (the catch-up hold asks before the consumer starts), counted by the running service.
+    expect(samples(text, "agp_fetches_total")[0]?.value).toBeGreaterThan(0);
+    expect(samples(text, "agp_lag_polls_total")[0]?.value).toBeGreaterThan(0);
     // Each stream's write starts at 0 for deadlocks; any other series names its statement and error.
     expect(samples(text, "agp_transaction_retries_total").map((s) => s.labels)).toContain(
       '{pattern="3.3",reason="DeadlockDetected"}',

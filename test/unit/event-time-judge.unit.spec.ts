@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { watermarkFromLag } from "../../src/model/event-time-findings.js";
+import { advanceRegistryWatermark, NO_REGISTRY_WATERMARK } from "../../src/model/event-time-findings.js";
 import { findingId } from "../../src/model/findings.js";
 import { judgedDatabases, judgementStatements } from "../../src/pipeline/event-time-judge.js";
 
@@ -115,11 +115,44 @@ describe("a judge round's page", () => {
   });
 });
 
-describe("the watermark the group's lag gives", () => {
-  it("every registry partition caught up: the poll's time less the allowed lateness; one behind: nothing yet", () => {
-    expect(watermarkFromLag([0, 0, 0], 10_000, 5_000)).toBe(5_000);
-    expect(watermarkFromLag([0, 3, 0], 10_000, 5_000)).toBe(Number.NEGATIVE_INFINITY);
-    expect(watermarkFromLag([], 10_000, 0)).toBe(10_000);
+describe("the watermark the group's lag polls give", () => {
+  const poll = (at: number, ...ends: number[]) => ({ at, ends: new Map(ends.map((end, p) => [p, end])) });
+  const at = (...offsets: number[]) => new Map(offsets.map((offset, p) => [p, offset]));
+
+  it("every registry partition at its end: the poll's time less the allowed lateness; one behind: nothing yet", () => {
+    expect(advanceRegistryWatermark(NO_REGISTRY_WATERMARK, poll(10_000, 4, 4, 4), at(4, 4, 4), 5_000).watermark).toBe(
+      5_000,
+    );
+    expect(advanceRegistryWatermark(NO_REGISTRY_WATERMARK, poll(10_000, 4, 7, 4), at(4, 4, 4), 5_000).watermark).toBe(
+      Number.NEGATIVE_INFINITY,
+    );
+    expect(advanceRegistryWatermark(NO_REGISTRY_WATERMARK, poll(10_000), at(), 0).watermark).toBe(10_000);
+  });
+
+  it("under a steady stream that is never at its end: the last poll whose ends the group has committed past", () => {
+    let state = NO_REGISTRY_WATERMARK;
+    state = advanceRegistryWatermark(state, poll(1_000, 10, 20), at(5, 15), 500);
+    expect(state.watermark).toBe(Number.NEGATIVE_INFINITY);
+    state = advanceRegistryWatermark(state, poll(2_000, 14, 26), at(10, 19), 500);
+    expect(state.watermark).toBe(Number.NEGATIVE_INFINITY);
+    // Past the first poll's ends (10, 20), not the second's (14, 26).
+    state = advanceRegistryWatermark(state, poll(3_000, 18, 30), at(12, 22), 500);
+    expect(state.watermark).toBe(500);
+    expect(state.polls.map((p) => p.at)).toEqual([2_000, 3_000]);
+    // Past the third's: the two before it go with it.
+    state = advanceRegistryWatermark(state, poll(4_000, 22, 35), at(18, 30), 500);
+    expect(state.watermark).toBe(2_500);
+    expect(state.polls.map((p) => p.at)).toEqual([4_000]);
+  });
+
+  it("never goes down, and a partition added since a poll holds nothing the old poll did not name", () => {
+    const ahead = advanceRegistryWatermark(NO_REGISTRY_WATERMARK, poll(5_000, 3), at(3), 0);
+    expect(advanceRegistryWatermark(ahead, poll(6_000, 9), at(4), 0).watermark).toBe(5_000);
+    expect(advanceRegistryWatermark(NO_REGISTRY_WATERMARK, poll(1_000, 3), at(3, 0), 0).watermark).toBe(1_000);
+    // A partition the group has no position on yet holds the poll that names it.
+    expect(advanceRegistryWatermark(NO_REGISTRY_WATERMARK, poll(1_000, 3, 2), at(3), 0).watermark).toBe(
+      Number.NEGATIVE_INFINITY,
+    );
   });
 
   it("a database serving one tenant names it (its nodes carry no tenant_id); a shared one does not", () => {
