@@ -124,6 +124,9 @@ export const envSchema = z.object({
   FINDINGS_MAX_WAIT_MS: int(600_000, 1_000, 86_400_000).describe(
     "The longest an escalation waits for a registry partition that stays behind: then everything waiting is judged against the registry as applied, and what the partition brings later comes as `late` findings.",
   ),
+  REGISTRY_HISTORY_RETENTION_MS: int(2_592_000_000, 0, 315_360_000_000).describe(
+    "How much registry history (event time behind what the judge has decided) is kept whole: hourly, each agent's changes older than that are compacted to the one in force at the edge, and an escalation older than that is judged against it. `0` keeps every change.",
+  ),
   TENANTS: commaList("default")
     .refine((list) => list.length > 0, "needs at least one tenant")
     .describe("Comma list of `tenant` or `tenant=database`."),

@@ -102,6 +102,7 @@ const configSchema = envSchema.transform((env) => ({
     intervalMs: env.FINDINGS_JUDGE_INTERVAL_MS,
     allowedLatenessMs: env.FINDINGS_ALLOWED_LATENESS_MS,
     maxWaitMs: env.FINDINGS_MAX_WAIT_MS,
+    historyRetentionMs: env.REGISTRY_HISTORY_RETENTION_MS,
   },
   metrics: { port: env.METRICS_PORT, host: env.METRICS_HOST },
   logLevel: env.LOG_LEVEL,

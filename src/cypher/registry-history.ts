@@ -1,4 +1,4 @@
-import { scopedKey } from "./tenant.js";
+import { keyIndex, scopedKey } from "./tenant.js";
 
 /**
  * The registry's history of declarations (issue 53), kept beside §3.2's `declared` flag, which stays
@@ -14,12 +14,17 @@ import { scopedKey } from "./tenant.js";
  *
  * No rebuild wipes it: the compacted registry topic keeps only each agent's latest record, so the
  * history could not be rebuilt from it; replayed records MERGE the changes they name again, a no-op.
- * Retention: a change older than the retention can go, except the newest one in force before it.
+ * Retention: compactRegistryHistory removes what can no longer matter; a change below the version it
+ * kept (the agent's `history_floor`) is not written again when a replay brings it back.
  * `unjudged` (the time it was marked) leaves the change for the event-time judge: what it ends or opens
  * (pipeline/event-time-judge.ts), which removes the mark and notes whether it came late.
  */
 export const recordRegistryChanges = (scoped: boolean): string => `
 UNWIND $rows AS row
+OPTIONAL MATCH (agent:Agent {${scopedKey(scoped, "row.tenant_id")}agent_id: row.agent_id})
+${keyIndex(scoped, "agent", "Agent", "agent_id")}
+WITH row, agent
+WHERE agent.history_floor IS NULL OR toInteger(row.registry_version) >= agent.history_floor
 MERGE (c:RegistryChange {${scopedKey(scoped, "row.tenant_id")}agent_id: row.agent_id, registry_version: toInteger(row.registry_version)})
   ON CREATE SET c.tenant_id   = row.tenant_id,
                 c.occurred_at = datetime({epochMillis: toInteger(row.occurred_at)}),
@@ -54,4 +59,29 @@ RETURN c.tenant_id AS tenant_id, c.agent_id AS agent_id, c.registry_version AS r
        c.occurred_at.epochMillis AS occurred_at, c.declared AS declared, coalesce(c.late, false) AS late,
        coalesce(c.retired, c.deleted, false) AS retired
 ORDER BY tenant_id, agent_id, registry_version
+`;
+
+/**
+ * Retention (REGISTRY_HISTORY_RETENTION_MS): of each agent's judged changes older than `$cutoff`, only
+ * the one in force at the cutoff (the highest version among them) is kept — the change in force at any
+ * time from the cutoff on stays the same. The kept version becomes the agent's `history_floor`, so a
+ * replayed older record does not bring a removed change back (recordRegistryChanges). One row,
+ * `{cutoff}` (epoch ms); at most COMPACTED_AGENTS agents a call, found through the
+ * `registry_change_occurred_at` index: the caller calls again while a call answers that many.
+ */
+export const COMPACTED_AGENTS = 1_000;
+export const compactRegistryHistory = (scoped: boolean): string => `
+UNWIND $rows AS row
+MATCH (c:RegistryChange)
+WHERE c.occurred_at < datetime({epochMillis: toInteger(row.cutoff)}) AND c.unjudged IS NULL
+WITH c ORDER BY c.registry_version DESC
+WITH c.tenant_id AS tenant_id, c.agent_id AS agent_id, collect(c) AS old
+WHERE size(old) > 1
+WITH tenant_id, agent_id, old[0] AS kept, old[1..] AS gone
+LIMIT ${COMPACTED_AGENTS}
+OPTIONAL MATCH (agent:Agent {${scopedKey(scoped, "tenant_id")}agent_id: agent_id})
+${keyIndex(scoped, "agent", "Agent", "agent_id")}
+FOREACH (a IN CASE WHEN agent IS NULL THEN [] ELSE [agent] END | SET a.history_floor = kept.registry_version)
+FOREACH (g IN gone | DELETE g)
+RETURN count(*) AS agents, sum(size(gone)) AS removed
 `;

@@ -24,12 +24,14 @@ const FINDING_RESOLVES_INDEX = "CREATE INDEX finding_resolves IF NOT EXISTS FOR 
 /**
  * What the event-time judge (pipeline/event-time-judge.ts) looks up each round: the observations and
  * registry changes not judged yet (a property only those carry, so the index holds just them), and the
- * observations at or after a registry change's time, which a late change re-judges.
+ * observations at or after a registry change's time, which a late change re-judges; the changes older
+ * than the history's retention (cypher/registry-history.ts compactRegistryHistory).
  */
 const JUDGE_INDEXES = [
   "CREATE INDEX observed_unjudged IF NOT EXISTS FOR ()-[o:OBSERVED]-() ON (o.unjudged)",
   "CREATE INDEX observed_recorded_at IF NOT EXISTS FOR ()-[o:OBSERVED]-() ON (o.recorded_at)",
   "CREATE INDEX registry_change_unjudged IF NOT EXISTS FOR (c:RegistryChange) ON (c.unjudged)",
+  "CREATE INDEX registry_change_occurred_at IF NOT EXISTS FOR (c:RegistryChange) ON (c.occurred_at)",
 ];
 
 export const CONSTRAINTS: readonly string[] = [

@@ -11,7 +11,12 @@ import {
   UNJUDGED_CHANGES,
   UNJUDGED_OBSERVATIONS,
 } from "../cypher/event-time-judge.js";
-import { REGISTRY_HISTORY, TENANT_REGISTRY_HISTORY } from "../cypher/registry-history.js";
+import {
+  COMPACTED_AGENTS,
+  compactRegistryHistory,
+  REGISTRY_HISTORY,
+  TENANT_REGISTRY_HISTORY,
+} from "../cypher/registry-history.js";
 import type { Statement } from "../cypher/statement.js";
 import { errorMessage } from "../errors.js";
 import {
@@ -47,6 +52,11 @@ export interface EventTimeJudgeDeps {
   /** Whether this instance judges: one per group is enough (the owner of registry partition 0). */
   judges(): boolean;
   readonly maxWaitMs: number;
+  /**
+   * REGISTRY_HISTORY_RETENTION_MS: event time behind `judged_through` kept whole; older history is
+   * compacted once an hour (the first an hour after start). 0 or absent: never.
+   */
+  readonly historyRetentionMs?: number;
   /** The control terminals (TERMINAL_AGENT_IDS): none, and reachability is not judged. */
   readonly terminals: ReadonlySet<string>;
   readonly clock?: Clock;
@@ -85,6 +95,8 @@ export const noEventTimeJudge: EventTimeJudge = { round: async () => 0, every: (
 const PAGE = 2_000;
 /** Pages per round, so one round of a large backlog does not hold a stop. */
 const PAGES_PER_ROUND = 25;
+/** How often the registry history is compacted. */
+const COMPACT_EVERY_MS = 3_600_000;
 
 type Row = Record<string, unknown>;
 const num = (value: unknown): number => Number(value);
@@ -223,6 +235,7 @@ export function createEventTimeJudge(deps: EventTimeJudgeDeps): EventTimeJudge {
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<number> | undefined;
   let stopped = false;
+  let compactedAt = clock.now();
 
   async function oldestMark({ database }: JudgedDatabase): Promise<number | undefined> {
     const [row] = await deps.graph.read(database, OLDEST_MARK);
@@ -316,7 +329,29 @@ export function createEventTimeJudge(deps: EventTimeJudgeDeps): EventTimeJudge {
         if (!more) break;
       }
     }
+    const retention = deps.historyRetentionMs ?? 0;
+    if (retention > 0 && clock.now() - compactedAt >= COMPACT_EVERY_MS) {
+      compactedAt = clock.now();
+      for (const target of deps.databases) await compact(target, retention);
+    }
     return recordedCount;
+  }
+
+  /** Compacts one database's registry history older than the retention behind what was judged. */
+  async function compact({ database, scoped }: JudgedDatabase, retentionMs: number): Promise<void> {
+    const [progress] = await deps.graph.read(database, JUDGE_PROGRESS);
+    const through = progress?.judged_through;
+    if (through === null || through === undefined) return;
+    const cutoff = Math.min(num(through), clock.now()) - retentionMs;
+    let removed = 0;
+    for (let n = 0; n < PAGES_PER_ROUND && !stopped; n++) {
+      const [result] = await deps.graph.apply(database, [compactionStatement(scoped, cutoff)]);
+      const [row] = result?.records ?? [];
+      removed += num(row?.removed ?? 0);
+      if (num(row?.agents ?? 0) < COMPACTED_AGENTS) break;
+    }
+    if (removed > 0)
+      deps.logger.info({ database, removed, cutoff: new Date(cutoff).toISOString() }, "registry history compacted");
   }
 
   function round(): Promise<number> {
@@ -354,4 +389,9 @@ export function createEventTimeJudge(deps: EventTimeJudgeDeps): EventTimeJudge {
       await running?.catch(() => {});
     },
   };
+}
+
+/** The registry history's compaction below `cutoff` (cypher/registry-history.ts). */
+export function compactionStatement(scoped: boolean, cutoff: number): Statement {
+  return { name: "registry-history", cypher: compactRegistryHistory(scoped), params: { rows: [{ cutoff }] } };
 }

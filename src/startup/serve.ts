@@ -167,6 +167,7 @@ function judgeAtEventTime(
     },
     judges: () => built.consumer.assignment().get(registry)?.includes(0) === true,
     maxWaitMs: config.findingsJudge.maxWaitMs,
+    historyRetentionMs: config.findingsJudge.historyRetentionMs,
     terminals: new Set(config.terminalAgentIds),
     clock,
     logger,

@@ -13,6 +13,7 @@ import {
 } from "../../src/cypher/s6-constraints.js";
 import type { Statement } from "../../src/cypher/statement.js";
 import type { EscalationEdge, OutcomeCreated, RegistryEvent } from "../../src/model/events.js";
+import { compactionStatement } from "../../src/pipeline/event-time-judge.js";
 import { projectEscalations } from "../../src/projection/escalations.js";
 import { projectOutcomes } from "../../src/projection/outcomes.js";
 import type { Plan } from "../../src/projection/plan.js";
@@ -72,6 +73,8 @@ describe("§3 statements' plans under the statistics of a catch-up", () => {
         rows: sample(log.escalations as EscalationEdge[]).map(({ event }) => ({ ...event, unjudged: 1 })),
       },
     },
+    // The history's retention: its old changes sought by time, each agent's kept change by key.
+    compactionStatement(false, Date.UTC(2030, 0, 1)),
     {
       name: "judge-marks",
       cypher: clearChanges(false),

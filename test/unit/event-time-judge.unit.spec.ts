@@ -1,7 +1,10 @@
 import { describe, expect, it } from "vitest";
+import { JUDGE_PROGRESS, OLDEST_MARK } from "../../src/cypher/event-time-judge.js";
+import type { Statement } from "../../src/cypher/statement.js";
 import { advanceRegistryWatermark, NO_REGISTRY_WATERMARK } from "../../src/model/event-time-findings.js";
 import { findingId } from "../../src/model/findings.js";
-import { judgedDatabases, judgementStatements } from "../../src/pipeline/event-time-judge.js";
+import { createEventTimeJudge, judgedDatabases, judgementStatements } from "../../src/pipeline/event-time-judge.js";
+import type { GraphWriter } from "../../src/ports.js";
 
 const A = "ju-agt-001";
 const B = "ju-agt-002";
@@ -166,5 +169,64 @@ describe("the watermark the group's lag polls give", () => {
       { database: "a", scoped: false, tenant: "acme" },
       { database: "shared", scoped: true, tenant: null },
     ]);
+  });
+});
+
+describe("the registry history's retention", () => {
+  /** A graph with nothing to judge, the judge's progress at `through`, that keeps what it is asked to apply. */
+  function graphAt(through: number) {
+    const applied: Statement[] = [];
+    const graph: GraphWriter = {
+      read: async (_database, cypher) =>
+        cypher === JUDGE_PROGRESS ? [{ judged_through: through }] : cypher === OLDEST_MARK ? [{ oldest: null }] : [],
+      apply: async (_database, statements) => {
+        applied.push(...statements);
+        return statements.map((statement) => ({
+          name: statement.name,
+          records: [{ agents: 0, removed: 0 }],
+          counters: {} as never,
+        }));
+      },
+      trial: async () => {},
+      ping: async () => {},
+      close: async () => {},
+    };
+    return { graph, applied };
+  }
+  const judgeWith = (graph: GraphWriter, clock: { now: () => number }, historyRetentionMs: number) =>
+    createEventTimeJudge({
+      graph,
+      databases: [{ database: "neo4j", scoped: false, tenant: "default" }],
+      watermark: async () => Number.NEGATIVE_INFINITY,
+      judges: () => true,
+      maxWaitMs: 600_000,
+      historyRetentionMs,
+      terminals: new Set(),
+      clock,
+      logger: { info() {}, warn() {}, error() {}, debug() {} } as never,
+      recorded() {},
+    });
+
+  it("compacts an hour after start, then hourly, below the judged time less the retention", async () => {
+    let now = 10_000_000;
+    const { graph, applied } = graphAt(9_000_000);
+    const judge = judgeWith(graph, { now: () => now }, 1_000_000);
+    await judge.round();
+    expect(applied).toEqual([]);
+    now += 3_600_000;
+    await judge.round();
+    expect(applied.map((s) => [s.name, s.params.rows])).toEqual([["registry-history", [{ cutoff: 8_000_000 }]]]);
+    now += 60_000;
+    await judge.round();
+    expect(applied).toHaveLength(1);
+  });
+
+  it("a retention of 0 keeps every change", async () => {
+    let now = 0;
+    const { graph, applied } = graphAt(5_000);
+    const judge = judgeWith(graph, { now: () => now }, 0);
+    now += 7_200_000;
+    await judge.round();
+    expect(applied).toEqual([]);
   });
 });

@@ -20,11 +20,13 @@ function labelOf(labels: unknown): NodeLabel {
 
 /**
  * The event-time judge's mark on an observation (cypher/event-time-judge.ts) says what is still to be
- * judged, not what was projected: the same log leaves the same graph whether a round has run yet.
+ * judged, and an agent's `history_floor` how far its registry history was compacted
+ * (cypher/registry-history.ts), not what was projected: the same log leaves the same graph whether a
+ * round or a compaction has run yet.
  */
 function withoutBookkeeping(props: Properties): Properties {
-  if (!("unjudged" in props)) return props;
-  const { unjudged: _, ...rest } = props;
+  if (!("unjudged" in props) && !("history_floor" in props)) return props;
+  const { unjudged: _, history_floor: __, ...rest } = props;
   return rest;
 }
 
@@ -32,7 +34,7 @@ function withoutBookkeeping(props: Properties): Properties {
 export async function dumpGraph(graph: GraphWriter, database: string): Promise<CanonicalGraph> {
   const nodes: DumpNode[] = (await graph.read(database, DUMP_NODES)).map((row) => ({
     label: labelOf(row.labels),
-    props: row.props as Properties,
+    props: withoutBookkeeping(row.props as Properties),
   }));
   const rels: DumpRelationship[] = (await graph.read(database, DUMP_RELATIONSHIPS)).map((row) => {
     const fromLabel = labelOf(row.from_labels);
