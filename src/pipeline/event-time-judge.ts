@@ -11,12 +11,7 @@ import {
   UNJUDGED_CHANGES,
   UNJUDGED_OBSERVATIONS,
 } from "../cypher/event-time-judge.js";
-import {
-  COMPACTED_AGENTS,
-  compactRegistryHistory,
-  REGISTRY_HISTORY,
-  TENANT_REGISTRY_HISTORY,
-} from "../cypher/registry-history.js";
+import { REGISTRY_HISTORY, TENANT_REGISTRY_HISTORY } from "../cypher/registry-history.js";
 import type { Statement } from "../cypher/statement.js";
 import { errorMessage } from "../errors.js";
 import {
@@ -30,6 +25,7 @@ import { type RecordedTerminalFinding, terminalTransitionsAt } from "../model/ev
 import type { Finding, FindingKind } from "../model/findings.js";
 import { type Clock, type GraphWriter, type Logger, systemClock } from "../ports.js";
 import { findingStatements, recordedFindings } from "../projection/findings.js";
+import { compactHistory } from "./registry-history-retention.js";
 
 /**
  * The event-time judge (issue 53): undeclared escalations decided at each escalation's own
@@ -61,6 +57,8 @@ export interface EventTimeJudgeDeps {
   readonly terminals: ReadonlySet<string>;
   readonly clock?: Clock;
   readonly logger: Logger;
+  /** What waits for judgement (metrics: agp_findings_judge_wait_seconds), each round. */
+  waiting?(database: string, oldestMark: number | undefined): void;
   /** A page's transaction recorded these findings for the first time (counted, then published). */
   recorded(findings: readonly { tenant: string; kind: FindingKind }[]): void;
 }
@@ -310,11 +308,15 @@ export function createEventTimeJudge(deps: EventTimeJudgeDeps): EventTimeJudge {
   }
 
   async function roundNow(): Promise<number> {
-    if (!deps.judges()) return 0;
+    if (!deps.judges()) {
+      for (const { database } of deps.databases) deps.waiting?.(database, undefined);
+      return 0;
+    }
     let recordedCount = 0;
     for (const target of deps.databases) {
       const { database } = target;
       const oldest = await oldestMark(target);
+      deps.waiting?.(database, oldest);
       if (oldest === undefined) continue;
       const overdue = oldest < clock.now() - deps.maxWaitMs;
       const watermark = overdue ? Number.POSITIVE_INFINITY : await deps.watermark();
@@ -332,26 +334,16 @@ export function createEventTimeJudge(deps: EventTimeJudgeDeps): EventTimeJudge {
     const retention = deps.historyRetentionMs ?? 0;
     if (retention > 0 && clock.now() - compactedAt >= COMPACT_EVERY_MS) {
       compactedAt = clock.now();
-      for (const target of deps.databases) await compact(target, retention);
+      for (const target of deps.databases)
+        await compactHistory({
+          graph: deps.graph,
+          logger: deps.logger,
+          target,
+          retentionMs: retention,
+          now: clock.now(),
+        });
     }
     return recordedCount;
-  }
-
-  /** Compacts one database's registry history older than the retention behind what was judged. */
-  async function compact({ database, scoped }: JudgedDatabase, retentionMs: number): Promise<void> {
-    const [progress] = await deps.graph.read(database, JUDGE_PROGRESS);
-    const through = progress?.judged_through;
-    if (through === null || through === undefined) return;
-    const cutoff = Math.min(num(through), clock.now()) - retentionMs;
-    let removed = 0;
-    for (let n = 0; n < PAGES_PER_ROUND && !stopped; n++) {
-      const [result] = await deps.graph.apply(database, [compactionStatement(scoped, cutoff)]);
-      const [row] = result?.records ?? [];
-      removed += num(row?.removed ?? 0);
-      if (num(row?.agents ?? 0) < COMPACTED_AGENTS) break;
-    }
-    if (removed > 0)
-      deps.logger.info({ database, removed, cutoff: new Date(cutoff).toISOString() }, "registry history compacted");
   }
 
   function round(): Promise<number> {
@@ -374,7 +366,7 @@ export function createEventTimeJudge(deps: EventTimeJudgeDeps): EventTimeJudge {
             if (stopped) return;
             deps.logger.warn(
               { err: errorMessage(error) },
-              "judging undeclared escalations failed; the next round tries again",
+              "judging findings at event time failed; the next round tries again",
             );
           }
           if (!stopped) tick();
@@ -389,9 +381,4 @@ export function createEventTimeJudge(deps: EventTimeJudgeDeps): EventTimeJudge {
       await running?.catch(() => {});
     },
   };
-}
-
-/** The registry history's compaction below `cutoff` (cypher/registry-history.ts). */
-export function compactionStatement(scoped: boolean, cutoff: number): Statement {
-  return { name: "registry-history", cypher: compactRegistryHistory(scoped), params: { rows: [{ cutoff }] } };
 }

@@ -171,6 +171,7 @@ function judgeAtEventTime(
     terminals: new Set(config.terminalAgentIds),
     clock,
     logger,
+    waiting: (database, oldest) => metrics.setOldestUnjudged(database, oldest),
     recorded(found) {
       for (const { tenant, kind } of found) metrics.recordFinding(tenant, kind);
       built.findings.recorded();

@@ -13,7 +13,7 @@ import {
 } from "../../src/cypher/s6-constraints.js";
 import type { Statement } from "../../src/cypher/statement.js";
 import type { EscalationEdge, OutcomeCreated, RegistryEvent } from "../../src/model/events.js";
-import { compactionStatement } from "../../src/pipeline/event-time-judge.js";
+import { compactionStatement } from "../../src/pipeline/registry-history-retention.js";
 import { projectEscalations } from "../../src/projection/escalations.js";
 import { projectOutcomes } from "../../src/projection/outcomes.js";
 import type { Plan } from "../../src/projection/plan.js";

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { LIST_FINDINGS } from "../../src/cypher/findings.js";
 import { REGISTRY_HISTORY } from "../../src/cypher/registry-history.js";
-import { compactionStatement } from "../../src/pipeline/event-time-judge.js";
+import { compactionStatement } from "../../src/pipeline/registry-history-retention.js";
 import { escalation, outcome, snapshot } from "../support/builders.js";
 import { waitForJudged } from "../support/findings.js";
 import { Harness } from "../support/harness.js";

@@ -177,4 +177,17 @@ describe("Prometheus metrics", () => {
     metrics.setOldestUnpublishedFinding(new Map());
     expect(await sample(metrics.registry.metrics(), series("acme"))).toBe(0);
   });
+  it("ages the oldest mark waiting for the event-time judge at scrape time: 0 when none waits", async () => {
+    let now = 100_000;
+    const metrics = createPrometheusMetrics({ version: "x", tenants: ["default"] }, () => now);
+    const series = 'agp_findings_judge_wait_seconds{database="neo4j"}';
+    expect(await sample(metrics.registry.metrics(), series)).toBeUndefined();
+    metrics.setOldestUnjudged("neo4j", 40_000);
+    expect(await sample(metrics.registry.metrics(), series)).toBe(60);
+    now = 130_000;
+    expect(await sample(metrics.registry.metrics(), series)).toBe(90);
+    metrics.setOldestUnjudged("neo4j", undefined);
+    now = 200_000;
+    expect(await sample(metrics.registry.metrics(), series)).toBe(0);
+  });
 });

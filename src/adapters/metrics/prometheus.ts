@@ -12,6 +12,12 @@ const PAUSE_REASONS: readonly PauseReason[] = ["failure", "catch-up-hold", "retr
 /** Everything the service exports, on one registry; the core sees only the Metrics interface. */
 export interface PrometheusMetrics extends Metrics, ConsumerMetrics, FindingMetrics, DecoderMetrics {
   readonly registry: Registry;
+  /**
+   * When (epoch ms, Neo4j's clock) the oldest escalation or registry change of a database still waiting
+   * for the event-time judge was marked, as the judge saw it at its last round; undefined: none waits,
+   * or this instance does not judge.
+   */
+  setOldestUnjudged(database: string, markedAt: number | undefined): void;
   recordConsumed(topic: string, partition: number, count: number): void;
   recordRebalance(): void;
   /** The lag monitor asked the broker for the group's lag (the catch-up hold's checks and the gauges' refresh). */
@@ -265,6 +271,18 @@ export function createPrometheusMetrics(
       for (const [tenant, at] of oldestUnpublished) this.set({ tenant }, ageSeconds(at, nowMs));
     },
   });
+  const oldestUnjudged = new Map<string, number | undefined>();
+  new Gauge({
+    name: p("findings_judge_wait_seconds"),
+    help: "Per database, how long the oldest escalation or registry change not yet judged at event time has waited since it was applied, as the judging instance (the owner of registry partition 0) saw it at its last round (every FINDINGS_JUDGE_INTERVAL_MS); 0 when none waits and on the other instances.",
+    labelNames: ["database"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      const nowMs = now();
+      for (const [database, at] of oldestUnjudged) this.set({ database }, at === undefined ? 0 : ageSeconds(at, nowMs));
+    },
+  });
   const lastCommit = new Gauge({
     name: p("last_commit_timestamp_seconds"),
     help: "Wall-clock time of the last offset commit per owned partition (the time it was assigned, before the first).",
@@ -335,6 +353,7 @@ export function createPrometheusMetrics(
       for (const tenant of new Set([...(build.tenants ?? []), ...byTenant.keys()]))
         unpublished.set({ tenant }, byTenant.get(tenant) ?? 0);
     },
+    setOldestUnjudged: (database, markedAt) => void oldestUnjudged.set(database, markedAt),
     setOldestUnpublishedFinding(detectedAtByTenant) {
       oldestUnpublished.clear();
       for (const [tenant, at] of detectedAtByTenant) oldestUnpublished.set(tenant, at);
