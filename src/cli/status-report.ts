@@ -57,7 +57,19 @@ export interface StatusInputs {
   readonly metrics: readonly MetricsSource[];
   readonly deadLetterReasons: readonly string[];
   readonly unpublished: readonly { tenant: string; count: number }[];
+  readonly judgement?: readonly JudgementStatus[];
   readonly now: number;
+}
+
+/** What waits for the event-time judge in one database (cypher/event-time-judge.ts JUDGE_STATUS). */
+export interface JudgementStatus {
+  readonly database: string;
+  /** Escalations (OBSERVED markers) and registry changes applied and not judged yet. */
+  readonly waiting: number;
+  /** How long the oldest of them has waited since it was applied; null when none waits. */
+  readonly oldestWaitSeconds: number | null;
+  /** Event time every escalation below which has been judged; null before the first judgement. */
+  readonly judgedThrough: string | null;
 }
 
 export interface PartitionStatus {
@@ -85,6 +97,7 @@ export interface StatusReport {
   readonly oldestUnappliedSeconds: number | null;
   readonly deadLetters: readonly { reason: string; count: number }[];
   readonly unpublishedFindings: readonly { tenant: string; count: number }[];
+  readonly judgement: readonly JudgementStatus[];
   readonly notes: readonly string[];
 }
 
@@ -161,6 +174,7 @@ export function buildStatus(inputs: StatusInputs): StatusReport {
     oldestUnappliedSeconds: ages.length === 0 ? null : Math.max(...ages),
     deadLetters: [...reasons].map(([reason, count]) => ({ reason, count })).sort((a, b) => b.count - a.count),
     unpublishedFindings: inputs.unpublished,
+    judgement: inputs.judgement ?? [],
     notes,
   };
 }

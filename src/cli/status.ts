@@ -6,6 +6,7 @@ import { fetchPositions } from "../adapters/kafka/group-admin.js";
 import { createTopicReader } from "../adapters/kafka/read-topic.js";
 import { createDriver, createGraphWriter } from "../adapters/neo4j/graph-writer.js";
 import type { Config } from "../config.js";
+import { JUDGE_STATUS } from "../cypher/event-time-judge.js";
 import { UNPUBLISHED_COUNTS } from "../cypher/findings.js";
 import { errorMessage } from "../errors.js";
 import { listDeadLetters } from "../operations/dlq.js";
@@ -14,7 +15,14 @@ import { consumedTopics, topicNames } from "../topics.js";
 import { action, cliContext } from "./context.js";
 import { printDocument, printRows } from "./output.js";
 import { integerIn } from "./parse.js";
-import { buildStatus, type GroupMember, type MetricsSource, parseMetrics, type StatusReport } from "./status-report.js";
+import {
+  buildStatus,
+  type GroupMember,
+  type JudgementStatus,
+  type MetricsSource,
+  parseMetrics,
+  type StatusReport,
+} from "./status-report.js";
 
 /**
  * `status`: read-only, beside running instances. The broker says who is in the group, what each owns
@@ -46,11 +54,11 @@ async function gatherStatus(
       : config.metrics.port === 0
         ? []
         : [...new Set(members.map((m) => `http://${hostForUrl(m.host)}:${config.metrics.port}/metrics`))];
-  const [positions, metrics, deadLetters, unpublished] = await Promise.all([
+  const [positions, metrics, deadLetters, { unpublished, judgement }] = await Promise.all([
     fetchPositions(admin, group, consumedTopics(names)),
     Promise.all(urls.map((url) => scrape(url, options.timeoutMs))),
     listDeadLetters(options.readDeadLetters, names),
-    unpublishedFindings(config),
+    findingsState(config),
   ]);
   return buildStatus({
     group,
@@ -60,6 +68,7 @@ async function gatherStatus(
     metrics,
     deadLetterReasons: deadLetters.map((row) => row.reason),
     unpublished,
+    judgement,
     now: Date.now(),
   });
 }
@@ -78,20 +87,43 @@ async function scrape(url: string, timeoutMs: number): Promise<MetricsSource> {
   }
 }
 
-/** The findings outbox as the publisher counts it (UNPUBLISHED_COUNTS), per tenant. */
-async function unpublishedFindings(config: Config): Promise<{ tenant: string; count: number }[]> {
-  if (!config.findingsEnabled) return [];
+/**
+ * The findings outbox as the publisher counts it (UNPUBLISHED_COUNTS), per tenant, and what waits for
+ * the event-time judge (JUDGE_STATUS), per database.
+ */
+async function findingsState(
+  config: Config,
+): Promise<{ unpublished: { tenant: string; count: number }[]; judgement: JudgementStatus[] }> {
+  if (!config.findingsEnabled) return { unpublished: [], judgement: [] };
   const driver = createDriver(config.neo4j);
   try {
     const graph = createGraphWriter(driver, noopMetrics, config.neo4j.txTimeoutMs);
     const counts = new Map<string, number>();
-    for (const { database } of findingOutboxes(config.tenants))
+    const judgement: JudgementStatus[] = [];
+    for (const { database } of findingOutboxes(config.tenants)) {
       for (const row of await graph.read(database, UNPUBLISHED_COUNTS, {}))
         counts.set(String(row.tenant_id), (counts.get(String(row.tenant_id)) ?? 0) + Number(row.unpublished));
-    return config.tenants.map((route) => ({ tenant: route.tenantId, count: counts.get(route.tenantId) ?? 0 }));
+      const [row] = await graph.read(database, JUDGE_STATUS, {});
+      if (row) judgement.push(judgementOf(database, row));
+    }
+    const unpublished = config.tenants.map((route) => ({
+      tenant: route.tenantId,
+      count: counts.get(route.tenantId) ?? 0,
+    }));
+    return { unpublished, judgement };
   } finally {
     await driver.close();
   }
+}
+
+function judgementOf(database: string, row: Record<string, unknown>): JudgementStatus {
+  const present = (value: unknown) => value !== null && value !== undefined;
+  return {
+    database,
+    waiting: Number(row.observations ?? 0) + Number(row.changes ?? 0),
+    oldestWaitSeconds: present(row.oldest) ? Math.max(0, (Number(row.now) - Number(row.oldest)) / 1000) : null,
+    judgedThrough: present(row.judged_through) ? new Date(Number(row.judged_through)).toISOString() : null,
+  };
 }
 
 export function printStatus(report: StatusReport): void {
@@ -117,6 +149,15 @@ export function printStatus(report: StatusReport): void {
   printRows(report.paused, { title: "Paused partitions", empty: "none" });
   printRows(report.deadLetters, { title: "Dead letters by reason", empty: "none" });
   printRows(report.unpublishedFindings, { title: "Unpublished findings", empty: "findings are off" });
+  printRows(
+    report.judgement.map((j) => ({
+      database: j.database,
+      waiting: j.waiting,
+      oldest_wait_s: j.oldestWaitSeconds === null ? "" : j.oldestWaitSeconds.toFixed(1),
+      judged_through: j.judgedThrough ?? "not yet",
+    })),
+    { title: "Findings waiting for the event-time judge", empty: "findings are off" },
+  );
   for (const note of report.notes) process.stdout.write(`note: ${note}\n`);
 }
 
@@ -124,7 +165,7 @@ export function registerStatus(program: Command): void {
   program
     .command("status")
     .description(
-      "the consumer group as it runs, without joining it: members and their partitions; per partition the committed offset, lag, last commit, pause and its reason, oldest unapplied record; dead letters by reason; unpublished findings",
+      "the consumer group as it runs, without joining it: members and their partitions; per partition the committed offset, lag, last commit, pause and its reason, oldest unapplied record; dead letters by reason; unpublished findings; what waits for the event-time judge",
     )
     .addOption(
       new Option(

@@ -119,3 +119,16 @@ MERGE (p:JudgeProgress {name: 'undeclared-escalation'})
 SET p.judged_through = CASE WHEN p.judged_through IS NULL OR p.judged_through < row.judged_through
                             THEN row.judged_through ELSE p.judged_through END
 `;
+
+/**
+ * What waits for the judge in one database, for `status`: the marks and the oldest's time (Neo4j's
+ * clock, epoch ms), and how far the judge has decided (event time). Both counts read the indexes of marks.
+ */
+export const JUDGE_STATUS = `
+CALL () { MATCH ()-[o:OBSERVED]->() WHERE o.unjudged IS NOT NULL RETURN count(o) AS observations, min(o.unjudged) AS observed }
+CALL () { MATCH (c:RegistryChange) WHERE c.unjudged IS NOT NULL RETURN count(c) AS changes, min(c.unjudged) AS changed }
+OPTIONAL MATCH (p:JudgeProgress {name: 'undeclared-escalation'})
+RETURN observations, changes,
+       CASE WHEN observed IS NULL THEN changed WHEN changed IS NULL OR observed < changed THEN observed ELSE changed END AS oldest,
+       p.judged_through AS judged_through, timestamp() AS now
+`;

@@ -79,6 +79,10 @@ describe("status, check and the dry runs against real servers", () => {
     expect(report.deadLetters).toHaveLength(1);
     expect(report.deadLetters[0].count).toBe(1);
     expect(report.unpublishedFindings).toEqual([{ tenant: "default", count: expect.any(Number) }]);
+    // What waits for the event-time judge, read from the graph.
+    expect(report.judgement).toEqual([
+      expect.objectContaining({ database: harness.config.neo4j.database, waiting: expect.any(Number) }),
+    ]);
     expect(report.notes).toEqual([]);
 
     const human = await cli(["status", "--metrics-url", metricsUrl]);

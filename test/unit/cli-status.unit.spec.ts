@@ -30,6 +30,7 @@ const base: StatusInputs = {
   metrics: [{ url: "http://10.0.0.7:9464/metrics", samples: parseMetrics(METRICS) }],
   deadLetterReasons: ["invalid-field", "neo4j-rejected", "invalid-field"],
   unpublished: [{ tenant: "default", count: 3 }],
+  judgement: [{ database: "neo4j", waiting: 4, oldestWaitSeconds: 2.5, judgedThrough: "2025-12-31T23:59:50.000Z" }],
   now: Date.UTC(2026, 0, 1),
 };
 
@@ -90,6 +91,7 @@ describe("status from what it gathered", () => {
       { reason: "neo4j-rejected", count: 1 },
     ]);
     expect(report.unpublishedFindings).toEqual([{ tenant: "default", count: 3 }]);
+    expect(report.judgement).toEqual(base.judgement);
     expect(report.notes).toEqual([]);
   });
 
