@@ -51,10 +51,15 @@ RETURN c.tenant_id AS tenant_id, c.agent_id AS agent_id, c.registry_version AS r
        coalesce(c.retired, c.deleted, false) AS retired
 `;
 
-/** One agent's history, oldest version first (the judge's input). */
-export const REGISTRY_HISTORY = `
+/**
+ * The given agents' histories, oldest version first (the judge's input): sought in the key constraint's
+ * index by its leading properties (the version only present), not found by a scan of every change.
+ */
+export const registryHistory = (scoped: boolean): string => `
 UNWIND $agents AS agent
-MATCH (c:RegistryChange {tenant_id: agent.tenant_id, agent_id: agent.agent_id})
+MATCH (c:RegistryChange)
+USING INDEX c:RegistryChange(${scoped ? "tenant_id, " : ""}agent_id, registry_version)
+WHERE c.tenant_id = agent.tenant_id AND c.agent_id = agent.agent_id AND c.registry_version IS NOT NULL
 RETURN c.tenant_id AS tenant_id, c.agent_id AS agent_id, c.registry_version AS registry_version,
        c.occurred_at.epochMillis AS occurred_at, c.declared AS declared, coalesce(c.late, false) AS late,
        coalesce(c.retired, c.deleted, false) AS retired

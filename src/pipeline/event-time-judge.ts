@@ -4,14 +4,14 @@ import {
   clearChanges,
   clearObservations,
   JUDGE_PROGRESS,
-  OBSERVATIONS_SINCE,
   OLDEST_MARK,
+  observationsSince,
   RECORDED_ESCALATION_FINDINGS,
   RECORDED_TERMINAL_FINDINGS,
   UNJUDGED_CHANGES,
   UNJUDGED_OBSERVATIONS,
 } from "../cypher/event-time-judge.js";
-import { REGISTRY_HISTORY, TENANT_REGISTRY_HISTORY } from "../cypher/registry-history.js";
+import { registryHistory, TENANT_REGISTRY_HISTORY } from "../cypher/registry-history.js";
 import type { Statement } from "../cypher/statement.js";
 import { errorMessage } from "../errors.js";
 import {
@@ -274,7 +274,7 @@ export function createEventTimeJudge(deps: EventTimeJudgeDeps): EventTimeJudge {
     const rejudged =
       since.size === 0
         ? []
-        : (await deps.graph.read(database, OBSERVATIONS_SINCE, { agents: [...since.values()], tenant })).map(
+        : (await deps.graph.read(database, observationsSince(scoped), { agents: [...since.values()] })).map(
             observationOf,
           );
     const agents = new Map<string, { tenant_id: string; agent_id: string }>();
@@ -282,7 +282,7 @@ export function createEventTimeJudge(deps: EventTimeJudgeDeps): EventTimeJudge {
       agents.set(agentKey(o.tenant_id, o.source_agent_id), { tenant_id: o.tenant_id, agent_id: o.source_agent_id });
     for (const s of since.values()) agents.set(agentKey(s.tenant_id, s.agent_id), s);
     const list = [...agents.values()];
-    const history = await deps.graph.read(database, REGISTRY_HISTORY, { agents: list });
+    const history = await deps.graph.read(database, registryHistory(scoped), { agents: list });
     const recorded = await deps.graph.read(database, RECORDED_ESCALATION_FINDINGS, { agents: list });
     const terminal =
       deps.terminals.size === 0 || changes.length === 0

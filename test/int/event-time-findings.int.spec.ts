@@ -3,7 +3,7 @@ import avro from "avsc";
 import { afterEach, describe, expect, it } from "vitest";
 import { findingRecord } from "../../src/adapters/kafka/finding-publisher.js";
 import { listFindings } from "../../src/cli/findings.js";
-import { REGISTRY_HISTORY } from "../../src/cypher/registry-history.js";
+import { registryHistory } from "../../src/cypher/registry-history.js";
 import { registryChange } from "../../src/model/event-time-findings.js";
 import type { RegistryEvent } from "../../src/model/events.js";
 import { finding } from "../../src/model/findings.js";
@@ -124,7 +124,7 @@ describe("findings carry their evidence; the registry's history is kept (issue 5
       source_outcome_id: "ev-o1",
     });
 
-    const history = await h.graph().read(h.config.neo4j.database, REGISTRY_HISTORY, {
+    const history = await h.graph().read(h.config.neo4j.database, registryHistory(false), {
       agents: [A, B, C].map((agent_id) => ({ tenant_id: "default", agent_id })),
     });
     const stored = history

@@ -2,8 +2,17 @@ import neo4j from "neo4j-driver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { migrate } from "../../src/adapters/neo4j/migrate.js";
 import { rowsAsColumns } from "../../src/cypher/columns.js";
-import { clearChanges, clearObservations } from "../../src/cypher/event-time-judge.js";
+import {
+  clearChanges,
+  clearObservations,
+  OLDEST_MARK,
+  observationsSince,
+  RECORDED_ESCALATION_FINDINGS,
+  UNJUDGED_CHANGES,
+  UNJUDGED_OBSERVATIONS,
+} from "../../src/cypher/event-time-judge.js";
 import { LIST_FINDINGS, UNPUBLISHED_COUNTS, UNPUBLISHED_FINDINGS } from "../../src/cypher/findings.js";
+import { registryHistory } from "../../src/cypher/registry-history.js";
 import { REGISTRY_TOMBSTONE } from "../../src/cypher/s3_1-registry-projection.js";
 import {
   CONSTRAINT_NAMES,
@@ -211,6 +220,27 @@ describe("§3 statements' plans under the statistics of a catch-up", () => {
       found[open ? "open" : "all"] = scansIn(result.summary.plan as unknown as PlanNode);
     }
     expect(found).toEqual({ all: ["NodeByLabelScan f:Finding"], open: ["NodeByLabelScan f:Finding"] });
+  });
+  it("the event-time judge's reads seek by key, or read the indexes of marks, never scan a label", async () => {
+    // The graph of the first test: every observation and registry change marked (no judge ran), the
+    // statistics of a catch-up. A mark index holds only what waits, so reading it whole is the point;
+    // anything else read whole grows with the graph, once per round.
+    const agents = log.registry.slice(0, 50).map(({ agent_id }) => ({ tenant_id: "default", agent_id, since: 0 }));
+    const reads: [string, string, Record<string, unknown>][] = [
+      ["OLDEST_MARK", OLDEST_MARK, {}],
+      ["UNJUDGED_OBSERVATIONS", UNJUDGED_OBSERVATIONS, { watermark: Date.now(), limit: 2000, tenant: "default" }],
+      ["UNJUDGED_CHANGES", UNJUDGED_CHANGES, { watermark: Date.now(), limit: 2000 }],
+      ["observationsSince", observationsSince(false), { agents }],
+      ["registryHistory", registryHistory(false), { agents }],
+      ["RECORDED_ESCALATION_FINDINGS", RECORDED_ESCALATION_FINDINGS, { agents }],
+    ];
+    const found: Record<string, string[]> = {};
+    for (const [name, cypher, params] of reads) {
+      const result = await harness.driver.executeQuery(`CYPHER replan=force EXPLAIN ${cypher}`, params, { database });
+      const scans = scansIn(result.summary.plan as unknown as PlanNode).filter((scan) => !/\(unjudged\)/.test(scan));
+      if (scans.length > 0) found[name] = scans;
+    }
+    expect(found).toEqual({});
   });
 });
 

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { LIST_FINDINGS } from "../../src/cypher/findings.js";
-import { REGISTRY_HISTORY } from "../../src/cypher/registry-history.js";
+import { registryHistory } from "../../src/cypher/registry-history.js";
 import { compactionStatement } from "../../src/pipeline/registry-history-retention.js";
 import { escalation, outcome, snapshot } from "../support/builders.js";
 import { waitForJudged } from "../support/findings.js";
@@ -43,7 +43,7 @@ describe("registry history retention, on real servers", () => {
     await h.waitForCaughtUp();
     await waitForJudged(h);
     const versions = async () =>
-      (await h.graph().read(database, REGISTRY_HISTORY, { agents: [{ tenant_id: "default", agent_id: A }] })).map(
+      (await h.graph().read(database, registryHistory(false), { agents: [{ tenant_id: "default", agent_id: A }] })).map(
         (row) => Number(row.registry_version),
       );
     expect(await versions()).toEqual([1, 2, 3]);
