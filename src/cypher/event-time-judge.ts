@@ -54,14 +54,15 @@ LIMIT toInteger($limit)
  * The judged observations of the given agents' edges at or after each one's `since`: what a registry
  * change of theirs re-judges (a change that came late may open an episode in the past). Walked from the
  * agent (sought by key) through its outcomes: a read of the recorded_at index, planned as a scan of it
- * under a catch-up's statistics, read every observation of every agent once per page.
+ * under a catch-up's statistics, read every observation of every agent once per page — so the time is
+ * compared as a number, which no index answers, and the planner has only the agent's outcomes to walk.
  */
 export const observationsSince = (scoped: boolean): string => `
 UNWIND $agents AS agent
 MATCH (a:Agent {${scopedKey(scoped, "agent.tenant_id")}agent_id: agent.agent_id})
 ${keyIndex(scoped, "a", "Agent", "agent_id")}
 MATCH (a)-[:PRODUCED]->(source:Outcome)-[obs:OBSERVED]->(target:Outcome)
-WHERE obs.recorded_at >= datetime({epochMillis: toInteger(agent.since)}) AND obs.unjudged IS NULL
+WHERE obs.recorded_at.epochMillis >= toInteger(agent.since) AND obs.unjudged IS NULL
 MATCH (target)<-[:PRODUCED]-(b:Agent)
 RETURN agent.tenant_id AS tenant_id, a.agent_id AS source_agent_id, b.agent_id AS target_agent_id,
        obs.recorded_at.epochMillis AS observed_at, source.outcome_id AS source_outcome_id,
