@@ -8,6 +8,7 @@ import type { Stream } from "../../src/topics.js";
 import { stackDown, stackUp } from "../../stack/api.js";
 import { CAN_RESTART_SERVERS, sleep } from "../faults/support.js";
 import { Harness } from "../support/harness.js";
+import { retryItem, sourceRecord } from "../support/sink-items.js";
 
 const env = { ...process.env, STACK_KAFKA_BROKERS: process.env.STACK_KAFKA_BROKERS ?? "3" };
 const log = (line: string) => console.log(`[handoff-flap] ${line}`);
@@ -68,27 +69,12 @@ describe.skipIf(!CAN_RESTART_SERVERS)("hand-off while a partition leader is away
 
     const dead: string[] = [];
     const sink = createRecordSink(producer, names, "test", { onDeadLetter: (topic) => dead.push(topic) });
-    const record = (offset: number) => ({
-      topic: harness.names.source[stream],
-      partition: offset % 6,
-      offset: String(offset),
-      timestamp: "1",
-      key: Buffer.from(`k-${offset}`),
-      value: Buffer.from(`v-${offset}`),
-      headers: {},
-    });
+    const record = (offset: number) =>
+      sourceRecord(harness.names.source[stream], offset, Buffer.from(`v-${offset}`), { partition: offset % 6 });
     const rejected = { kind: "dead-lettered", reason: "schema-mismatch", message: "test" } as const;
     const items: SinkItem[] = Array.from({ length: 120 }, (_, offset) =>
       offset % 2 === 0
-        ? {
-            kind: "retry",
-            stream,
-            attempt: 1,
-            notBefore: 0,
-            firstSeen: 0,
-            reason: "agent-missing",
-            record: record(offset),
-          }
+        ? retryItem(stream, record(offset))
         : { kind: "dead-letter", stream, record: record(offset), fate: rejected },
     );
 

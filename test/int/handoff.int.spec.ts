@@ -11,6 +11,7 @@ import type { SinkItem } from "../../src/ports.js";
 import { HEADER, type Stream } from "../../src/topics.js";
 import { escalation, outcome, snapshot } from "../support/builders.js";
 import { Harness } from "../support/harness.js";
+import { retryItem, sourceRecord } from "../support/sink-items.js";
 
 const { CompressionTypes, ConfigResourceTypes, ConfigSource } = kafkajs;
 
@@ -202,23 +203,14 @@ describe("a copy the broker refuses as too large", () => {
     try {
       // The sink believes the topics take 1 MB.
       const sink = createRecordSink(producer, harness.names, "test", { maxMessageBytes: 1_048_588 });
-      const item = (offset: number, value: Buffer, trace: string): SinkItem => ({
-        kind: "retry",
-        stream,
-        attempt: 1,
-        notBefore: 0,
-        firstSeen: 0,
-        reason: "agent-missing",
-        record: {
-          topic: harness.names.source[stream],
-          partition: 0,
-          offset: String(offset),
-          timestamp: "1",
-          key: Buffer.from(`k-${trace}`),
-          value,
-          headers: { "x-trace": Buffer.from(trace) },
-        },
-      });
+      const item = (offset: number, value: Buffer, trace: string): SinkItem =>
+        retryItem(
+          stream,
+          sourceRecord(harness.names.source[stream], offset, value, {
+            key: `k-${trace}`,
+            headers: { "x-trace": Buffer.from(trace) },
+          }),
+        );
       await sink.send([
         item(7, Buffer.from("small"), "small-1"),
         item(8, incompressible(200_000), "big"),

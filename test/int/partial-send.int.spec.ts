@@ -7,6 +7,7 @@ import { setTopicConfig } from "../../src/adapters/kafka/topic-limits.js";
 import type { SinkItem } from "../../src/ports.js";
 import type { Stream } from "../../src/topics.js";
 import { Harness } from "../support/harness.js";
+import { retryItem, sourceRecord } from "../support/sink-items.js";
 
 /**
  * A send the broker takes for some partitions and not for others must not write the others twice
@@ -47,23 +48,8 @@ describe("a send that fails for some partitions writes the acknowledged ones onc
     await setTopicConfig(harness.admin, harness.names.retry[stream], "max.message.bytes", "20000");
     await setTopicConfig(harness.admin, harness.names.deadLetter[stream], "max.message.bytes", "20000");
     const sink = createRecordSink(producer, harness.names, "test", { maxMessageBytes: 1_048_588 });
-    const item = (offset: number, value: Buffer): SinkItem => ({
-      kind: "retry",
-      stream,
-      attempt: 1,
-      notBefore: 0,
-      firstSeen: 0,
-      reason: "agent-missing",
-      record: {
-        topic: harness.names.source[stream],
-        partition: offset % 4,
-        offset: String(offset),
-        timestamp: "1",
-        key: Buffer.from(`k-${offset}`),
-        value,
-        headers: {},
-      },
-    });
+    const item = (offset: number, value: Buffer): SinkItem =>
+      retryItem(stream, sourceRecord(harness.names.source[stream], offset, value, { partition: offset % 4 }));
     // 24 small copies over the four partitions, and one no gzip shrinks under the limit among them.
     const items = Array.from({ length: 24 }, (_, offset) => item(offset, Buffer.from("small")));
     items.splice(12, 0, item(100, randomBytes(50_000)));

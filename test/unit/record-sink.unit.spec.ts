@@ -6,6 +6,7 @@ import { compressedSize, createRecordSink, DEFAULT_MAX_MESSAGE_BYTES } from "../
 import { loadConfig } from "../../src/config.js";
 import type { SinkItem } from "../../src/ports.js";
 import { HEADER, topicNames } from "../../src/topics.js";
+import { retryItem, sourceRecord } from "../support/sink-items.js";
 
 const names = topicNames(loadConfig({}).topics);
 const stream = "outcome-created";
@@ -26,23 +27,15 @@ function recordingProducer() {
   return { producer, sends };
 }
 
-const retry = (value: Buffer, offset: number): SinkItem => ({
-  kind: "retry",
-  stream,
-  attempt: 1,
-  notBefore: 0,
-  firstSeen: 0,
-  reason: "agent-missing",
-  record: {
-    topic: names.source[stream],
-    partition: 0,
-    offset: String(offset),
-    timestamp: "0",
-    key: Buffer.from(`o-${offset}`),
-    value,
-    headers: { "x-trace": Buffer.from("t") },
-  },
-});
+const retry = (value: Buffer, offset: number): SinkItem =>
+  retryItem(
+    stream,
+    sourceRecord(names.source[stream], offset, value, {
+      key: `o-${offset}`,
+      timestamp: "0",
+      headers: { "x-trace": Buffer.from("t") },
+    }),
+  );
 
 /** A large value that compresses well, as a producer's repeated text does. */
 const compressible = (bytes: number): Buffer =>
