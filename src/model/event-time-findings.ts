@@ -280,13 +280,6 @@ export function judgeEscalations(input: JudgeInput): JudgeOutput {
   return { findings: [...found.values()], judged };
 }
 
-/** One registry partition's progress: the highest occurred_at applied on it, and whether it is caught up. */
-export interface PartitionProgress {
-  readonly applied_at: number | null;
-  /** Its committed offset is at its high watermark: nothing waits on it, so it holds nothing back. */
-  readonly caught_up: boolean;
-}
-
 /** The registry partitions' end offsets as one lag poll read them, and when (taken before the read). */
 export interface RegistryPoll {
   readonly at: number;
@@ -334,22 +327,4 @@ export function advanceRegistryWatermark(
   }
   const reached = last < 0 ? Number.NEGATIVE_INFINITY : (polls[last]?.at ?? 0) - allowedLatenessMs;
   return { polls: polls.slice(last + 1), watermark: Math.max(state.watermark, reached) };
-}
-
-/**
- * The registry watermark of a tenant: every change with occurred_at below it has been applied, given
- * that each registry partition is written in occurred_at order. A caught-up (idle) partition does not
- * hold it back; one that has applied nothing and is not caught up holds it at −∞. `allowedLatenessMs`
- * bounds the wait: an observation older than that is judged anyway, and a registry change that then
- * arrives below the watermark is late.
- */
-export function registryWatermark(
-  partitions: readonly PartitionProgress[],
-  now: number,
-  allowedLatenessMs: number,
-): number {
-  let watermark = Number.POSITIVE_INFINITY;
-  for (const partition of partitions)
-    if (!partition.caught_up) watermark = Math.min(watermark, partition.applied_at ?? Number.NEGATIVE_INFINITY);
-  return Math.max(watermark, now - allowedLatenessMs);
 }

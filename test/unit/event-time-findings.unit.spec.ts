@@ -7,10 +7,16 @@ import {
   judgeEscalations,
   type Observation,
   type RegistryChange,
-  registryWatermark,
 } from "../../src/model/event-time-findings.js";
 import { findingId } from "../../src/model/findings.js";
-import { DELIVERY_ORDERS, deliver, type Log, logArbitrary, runJudge } from "../support/event-time-log.js";
+import {
+  DELIVERY_ORDERS,
+  deliver,
+  type Log,
+  logArbitrary,
+  registryWatermark,
+  runJudge,
+} from "../support/event-time-log.js";
 import { oracleFindings } from "../support/findings-oracle.js";
 
 const T = "default";
@@ -188,7 +194,7 @@ describe("undeclared escalations judged at event time (the issue's worked exampl
   });
 });
 
-describe("the registry watermark", () => {
+describe("the property test's registry watermark (test/support/event-time-log.ts)", () => {
   it("is the slowest partition's applied event time; a caught-up partition holds nothing back", () => {
     expect(
       registryWatermark(
