@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url";
 import { type ParseArgsConfig, parseArgs } from "node:util";
 import type { ProjectorEvent } from "../src/model/events.js";
 import type { EventLog } from "../workload/generate.js";
+import { parseScalePlan, type ScaleStep } from "./lib/scale-plan.js";
 
 export { workloadSize } from "./lib/workload-size.js";
 
@@ -37,6 +38,7 @@ const OPTIONS = {
   "freshness-rates": { type: "string", default: "0.5,0.9" },
   "freshness-rps": { type: "string" },
   "freshness-capacity": { type: "string" },
+  "freshness-scale": { type: "string" },
   "load-producer": { type: "string" },
   env: { type: "string", multiple: true, default: [] },
   "compare-env": { type: "string", multiple: true, default: [] },
@@ -56,6 +58,16 @@ function parseFlags() {
 
 export const flags = parseFlags();
 
+function scalePlanFlag(value: string | undefined): ScaleStep[] | undefined {
+  if (value === undefined) return undefined;
+  try {
+    return parseScalePlan(value);
+  } catch (error) {
+    process.stderr.write(`bench: ${(error as Error).message}\n`);
+    process.exit(2);
+  }
+}
+
 const USAGE = `npm run bench -- [flags]     (bench/README.md says what each load measures)
 
 sizes      --agents N --outcomes N --escalations N (2000, 200000, 50000)   --seed N (7)
@@ -70,6 +82,8 @@ peer       --skip-peer   --peer-config BATCHxTASKS (Neo4j's Kafka connector)   -
 soak       --soak-minutes N (10; 0 skips)   --soak-rate R (500 records/s)
 freshness  --skip-freshness   --freshness-seconds N   --freshness-warmup N   --freshness-rates 0.5,0.9
            --freshness-rps R1,R2   --freshness-capacity R   --skip-capacity-checks
+           --freshness-scale 1@0,3@40,1@100 (instances from each second of the measured window on:
+           each step's commit pause and freshness, and the records applied twice)
            --load-producer java|kafkajs (the steady loads' producer; java where the stack's Kafka jars are)
 leftovers  --keep-topics   --keep-graph
 `;
@@ -86,6 +100,7 @@ export const OUTCOMES = num(flags.outcomes, quick ? 10_000 : 200_000);
 export const ESCALATIONS = num(flags.escalations, quick ? 2_500 : 50_000);
 export const SOAK_MINUTES = num(flags["soak-minutes"], quick ? 0 : 10);
 export const SOAK_RATE = num(flags["soak-rate"], 500);
+export const FRESHNESS_SCALE = scalePlanFlag(flags["freshness-scale"]);
 export const FRESHNESS_SECONDS = num(flags["freshness-seconds"], quick ? 30 : 180);
 export const FRESHNESS_WARMUP = num(flags["freshness-warmup"], quick ? 10 : 15);
 export const numbers = (value: string | undefined) =>

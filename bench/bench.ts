@@ -37,6 +37,7 @@ import {
   ESCALATIONS,
   EXTRA_ENV,
   eventsOf,
+  FRESHNESS_SCALE,
   FRESHNESS_SECONDS,
   flags,
   INSTANCES,
@@ -428,7 +429,15 @@ async function main(): Promise<void> {
           say(`freshness: the rest skipped (capacity check ${capacityChecks.length} measured no capacity)`);
           break;
         }
-        const load = await runFreshness(run, n + 1, planned.rate, planned.fractionOfCapacity, before, "check-before");
+        const load = await runFreshness(
+          run,
+          n + 1,
+          planned.rate,
+          planned.fractionOfCapacity,
+          before,
+          "check-before",
+          FRESHNESS_SCALE,
+        );
         const after = await checkCapacity();
         freshness.push({
           ...load,
@@ -448,7 +457,7 @@ async function main(): Promise<void> {
           "freshness: skipped (no capacity to take fractions of: give --freshness-rps or --freshness-capacity, or leave the capacity checks on)",
         );
       for (const [n, { rate, fractionOfCapacity }] of plan.entries())
-        freshness.push(await runFreshness(run, n + 1, rate, fractionOfCapacity, capacity, from));
+        freshness.push(await runFreshness(run, n + 1, rate, fractionOfCapacity, capacity, from, FRESHNESS_SCALE));
     }
   }
 

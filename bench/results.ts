@@ -43,6 +43,30 @@ export type RecordFreshness = FreshnessQuantiles & { records: number; max: numbe
 
 export type CapacitySource = "check-before" | "single-instance-runs" | "given";
 
+/** What one window of a scaled load cost: the longest pause in the group's commits, and its records' freshness. */
+export interface ScaleWindow {
+  readonly commitPauseSeconds: number;
+  readonly records: RecordFreshness;
+}
+
+/** A steady load during which the group was scaled (`--freshness-scale`, bench/lib/scale-plan.ts). */
+export interface ScaleResult {
+  readonly plan: readonly { readonly atSeconds: number; readonly instances: number }[];
+  /** Each step's window: the records published in this many seconds after it. */
+  readonly windowSeconds: number;
+  /** From the measured window's start to the first step. */
+  readonly before: ScaleWindow;
+  readonly steps: readonly (ScaleWindow & { readonly atSeconds: number; readonly instances: number })[];
+  readonly rebalancesSeenByFirstInstance: number;
+  /** Records on the load's three source topics at its end. */
+  readonly recordsOnTopics: number;
+  /** Records each instance took to a final fate (its "stopped" line; null when it logged none), the first instance first. */
+  readonly processedPerInstance: readonly (number | null)[];
+  readonly deferred: number;
+  /** Processed less the records on the topics: redelivered after a revocation; null when a tally is missing. */
+  readonly appliedTwice: number | null;
+}
+
 /** One steady-load run: freshness in seconds, from the service's histogram and from the records' own times. */
 export interface FreshnessResult {
   readonly rate: number;
@@ -55,6 +79,8 @@ export interface FreshnessResult {
    * checks: the single-instance runs.
    */
   readonly capacityFrom?: CapacitySource;
+  /** Present when the group was scaled during the load; the load's other counters are then the first instance's. */
+  readonly scale?: ScaleResult;
   /** The capacity check right after this load (records/s), when checks ran. */
   readonly capacityAfter?: number | null;
   /** The achieved rate over the capacity checked before and after the load. */

@@ -17,6 +17,8 @@ export interface ProjectorProcess {
   readonly metricsPort: Promise<number>;
   readonly exited: Promise<number | null>;
   readonly errors: string[];
+  /** The records the process took to each fate, from its "stopped" line; undefined when it did not log one. */
+  readonly tally: Promise<Record<string, number> | undefined>;
   rssKiB(): { rss: number; hwm: number } | undefined;
   scrape(): Promise<Sample[]>;
   stop(): Promise<number | null>;
@@ -67,6 +69,9 @@ export function startProjector(env: Record<string, string>, label: string): Proj
       ),
     ),
   );
+  let onTally: (records: Record<string, number> | undefined) => void = () => {};
+  const tally = new Promise<Record<string, number> | undefined>((resolve) => (onTally = resolve));
+  child.once("close", () => onTally(undefined));
   let onJoined: (at: number) => void = () => {};
   let onPort: (port: number) => void = () => {};
   const joinedAt = Promise.race([new Promise<number>((resolve) => (onJoined = resolve)), diedEarly]);
@@ -80,7 +85,7 @@ export function startProjector(env: Record<string, string>, label: string): Proj
   stdout.once("close", () => logFile?.end());
   stdout.on("line", (line) => {
     logFile?.write(`${line}\n`);
-    let entry: { msg?: string; level?: number; metricsPort?: number };
+    let entry: { msg?: string; level?: number; metricsPort?: number; records?: Record<string, number> };
     try {
       entry = JSON.parse(line);
     } catch {
@@ -88,6 +93,7 @@ export function startProjector(env: Record<string, string>, label: string): Proj
     }
     if (entry.msg === "joined consumer group") onJoined(Date.now());
     if (entry.msg === "projector running" && entry.metricsPort) onPort(entry.metricsPort);
+    if (entry.msg === "stopped") onTally(entry.records);
     if ((entry.level ?? 0) >= 50 && errors.length < 20) errors.push(line.slice(0, 500));
   });
   createInterface({ input: child.stderr as NodeJS.ReadableStream }).on("line", (line) => {
@@ -100,6 +106,7 @@ export function startProjector(env: Record<string, string>, label: string): Proj
     metricsPort,
     exited,
     errors,
+    tally,
     rssKiB: () => rssKiBOf(pid),
     async scrape() {
       const port = await metricsPort;

@@ -37,13 +37,16 @@ import {
   type PreparedSend,
   withEventTime,
 } from "../lib/load-producer.js";
-import { startProjector } from "../lib/projector.js";
+import { type ProjectorProcess, startProjector } from "../lib/projector.js";
 import { histogramQuantile, type Sample, statementTimes, total, totalsBy } from "../lib/prom.js";
-import type { CapacitySource, FreshnessResult } from "../results.js";
+import { longestCommitPause, recordsAppliedTwice, type ScaleStep, settledBetween } from "../lib/scale-plan.js";
+import type { CapacitySource, FreshnessResult, ScaleResult } from "../results.js";
 import { type BenchRun, loadTopics, sourceTopicEnv } from "./run.js";
 
 /** Records per produce request: publishEvents' chunk, under a partition's 1 MiB message.max.bytes. */
 const REQUEST_RECORDS = 2000;
+/** A scale step's cost is read over the records published in this long after it. */
+const SCALE_WINDOW_MS = 30_000;
 
 export async function runFreshness(
   run: BenchRun,
@@ -52,6 +55,7 @@ export async function runFreshness(
   fractionOfCapacity: number | null,
   freshnessCapacity: number | null,
   capacityFrom: CapacitySource | undefined,
+  scale?: readonly ScaleStep[],
 ): Promise<FreshnessResult> {
   const { prefix, admin, producer, registry, driver, database, log, size, baseEnv, servers } = run;
   const label = `fresh${runNo}`;
@@ -63,18 +67,31 @@ export async function runFreshness(
   const loadProducer = run.openLoadProducer();
   const encode = framedEncoder(freshIds);
   const group = `${prefix}-${label}`;
-  const child = startProjector(
-    {
-      ...baseEnv,
-      CONSUMER_GROUP: group,
-      ...sourceTopicEnv(freshNames),
-      TOPIC_GOVERNANCE_FINDINGS: freshNames.findings,
-      RETRY_TOPIC_SUFFIX: `.retry-${label}`,
-      DLQ_TOPIC_SUFFIX: `.dlq-${label}`,
-    },
-    label,
-  );
-  await child.joinedAt;
+  const projectorEnv = {
+    ...baseEnv,
+    CONSUMER_GROUP: group,
+    ...sourceTopicEnv(freshNames),
+    TOPIC_GOVERNANCE_FINDINGS: freshNames.findings,
+    RETRY_TOPIC_SUFFIX: `.retry-${label}`,
+    DLQ_TOPIC_SUFFIX: `.dlq-${label}`,
+  };
+  // The first instance runs throughout; a scale plan adds and stops others beside it (the last added first).
+  const child = startProjector(projectorEnv, label);
+  const others: ProjectorProcess[] = [];
+  const stoppedOthers: Promise<Record<string, number> | undefined>[] = [];
+  let started = 1;
+  const scaleTo = (instances: number) => {
+    while (1 + others.length < instances) others.push(startProjector(projectorEnv, `${label}-${++started}`));
+    while (1 + others.length > instances) {
+      const leaving = others.pop() as ProjectorProcess;
+      stoppedOthers.push(leaving.stop().then(() => leaving.tally));
+    }
+  };
+  scaleTo(scale?.[0]?.instances ?? 1);
+  await Promise.all([child.joinedAt, ...others.map((other) => other.joinedAt)]);
+  const scaleSteps = (scale ?? []).slice(1);
+  let nextStep = 0;
+  const scaledAt: number[] = [];
   // The findings the load brings, read back as they are published (their freshness beside the graph's).
   const findingsReader = await readFindings(run.kafka, registry, freshNames.findings, `${group}-findings`);
   for (const started = Date.now(); Date.now() - started < 120_000; ) {
@@ -142,6 +159,9 @@ export async function runFreshness(
   let measuring = false;
   let polling = true;
   let pollErrors = 0;
+  // Per partition, when a poll saw its committed offset move: a partition between owners shows as a gap.
+  const commitAdvances = new Map<string, number[]>();
+  let lastCommitted = new Map<string, number>();
   const poller = (async () => {
     while (polling) {
       try {
@@ -149,7 +169,15 @@ export async function runFreshness(
         const map = new Map<string, number>();
         for (const { topic, partitions } of committed)
           for (const p of partitions) map.set(`${topic}/${p.partition}`, Number(p.offset));
-        tracker.settle(map, Date.now());
+        const now = Date.now();
+        for (const [key, offset] of map)
+          if (offset > (lastCommitted.get(key) ?? offset)) {
+            const advances = commitAdvances.get(key) ?? [];
+            advances.push(now);
+            commitAdvances.set(key, advances);
+          }
+        lastCommitted = map;
+        tracker.settle(map, now);
       } catch {
         pollErrors += 1; // the next poll settles what this one missed, later
       }
@@ -185,6 +213,13 @@ export async function runFreshness(
   for (const [tick, sends] of ticks.entries()) {
     const tickStart = loadStart + tick * TICK_MS;
     if (tickStart >= measureUntil) break;
+    const step = scaleSteps[nextStep];
+    if (step && tickStart >= measureFrom + step.atSeconds * 1000) {
+      nextStep += 1;
+      scaledAt.push(Date.now());
+      say(`  ${label}: ${1 + others.length} → ${step.instances} instance(s) at ${step.atSeconds} s`);
+      scaleTo(step.instances);
+    }
     if (!measuring && tickStart >= measureFrom) {
       before = await child.scrape();
       meter = cpuMeter({
@@ -228,7 +263,13 @@ export async function runFreshness(
   const window = sampleDelta(after, before);
   const findingsWait = await awaitFindings(child, findingsReader, baseEnv, measureUntil);
   const peak = child.rssKiB();
+  scaleTo(1);
+  const tallies = [...(await Promise.all(stoppedOthers))];
   await child.stop();
+  tallies.unshift(await child.tally);
+  let recordsOnTopics = 0;
+  for (const topic of Object.values(freshNames.source))
+    for (const p of await admin.fetchTopicOffsets(topic)) recordsOnTopics += Number(p.high);
   const fromHistogram = (stream: Stream) => ({
     observations: total(window, "agp_freshness_seconds_count", { stream }),
     p50: nullable(histogramQuantile(window, "agp_freshness_seconds", 0.5, { stream })),
@@ -243,6 +284,18 @@ export async function runFreshness(
   });
   const outcomesSettled = tracker.settled.get(freshNames.source["outcome-created"]) ?? [];
   const escalationsSettled = tracker.settled.get(freshNames.source["escalation-edge"]) ?? [];
+  const scaled = scale
+    ? scaleCost(scale, scaledAt, {
+        from: measureFrom,
+        until: measureUntil,
+        commitAdvances,
+        settled: [...outcomesSettled, ...escalationsSettled],
+        summarize: fromRecords,
+        rebalances: total(window, "agp_rebalances_total"),
+        tallies,
+        recordsOnTopics,
+      })
+    : undefined;
   const timeline = {
     "outcome-created": freshnessTimeline(outcomesSettled, measureFrom, FRESHNESS_SECONDS),
     "escalation-edge": freshnessTimeline(escalationsSettled, measureFrom, FRESHNESS_SECONDS),
@@ -274,6 +327,7 @@ export async function runFreshness(
       "escalation-edge": nullable(oldestUnapplied["escalation-edge"]),
     },
     timeline,
+    ...(scaled ? { scale: scaled } : {}),
     escalationsOnDeclaredPaths: round(draws.declared / Math.max(1, draws.declared + draws.random), 3),
     metricsScrapeErrors: scrapeErrors,
     deferred: total(window, "agp_records_total", { result: "deferred" }),
@@ -317,7 +371,65 @@ export async function runFreshness(
     `freshness ${runNo} at ${rate} records/s (achieved ${result.achievedRate}): ${perStream.join("; ")}; ` +
       `drained in ${result.drainSeconds} s, ${result.deferred} deferred, ${result.transactionRetries} transaction retries ${JSON.stringify(result.transactionRetriesBy)}; ${result.findingsRecorded} findings recorded, ${result.findingsUnpublishedAtEnd} unpublished at the end; CPU ${JSON.stringify(cpuSeconds)} s; ${result.transactions} batches, Neo4j's time per pattern ${JSON.stringify(result.neo4jStatements)}`,
   );
+  if (scaled) {
+    const w = (x: ScaleResult["before"]) =>
+      `a partition's commits paused ≤ ${x.commitPauseSeconds} s, records p50 ${x.records.p50} s, p99 ${x.records.p99} s, max ${x.records.max} s`;
+    say(
+      `freshness ${runNo} scaled: before ${w(scaled.before)}; ${scaled.steps.map((st) => `→ ${st.instances} at ${st.atSeconds} s (next ${scaled.windowSeconds} s): ${w(st)}`).join("; ")}; ` +
+        `${scaled.appliedTwice ?? "?"} records applied twice (${JSON.stringify(scaled.processedPerInstance)} processed, ${scaled.recordsOnTopics} on the topics, ${scaled.deferred} deferred), ${scaled.rebalancesSeenByFirstInstance} rebalances`,
+    );
+  }
   return result;
+}
+
+/**
+ * What scaling the group cost: per step, the longest pause in the group's commits and the freshness of
+ * the records published in the SCALE_WINDOW_MS after it, beside the same before the first step; and
+ * the records applied twice over the whole load (every instance's tally from its "stopped" line).
+ */
+function scaleCost(
+  plan: readonly ScaleStep[],
+  scaledAt: readonly number[],
+  seen: {
+    readonly from: number;
+    readonly until: number;
+    readonly commitAdvances: ReadonlyMap<string, readonly number[]>;
+    readonly settled: readonly Settled[];
+    readonly summarize: (values: readonly Settled[]) => ScaleResult["before"]["records"];
+    readonly rebalances: number;
+    readonly tallies: readonly (Record<string, number> | undefined)[];
+    readonly recordsOnTopics: number;
+  },
+): ScaleResult {
+  const window = (from: number, to: number) => ({
+    commitPauseSeconds: round(
+      Math.max(0, ...[...seen.commitAdvances.values()].map((advances) => longestCommitPause(advances, from, to))) /
+        1000,
+      2,
+    ),
+    records: seen.summarize(settledBetween(seen.settled, from, to)),
+  });
+  const final = (tally: Record<string, number> | undefined) =>
+    tally === undefined
+      ? null
+      : Object.entries(tally).reduce((sum, [fate, n]) => sum + (fate === "deferred" ? 0 : n), 0);
+  const processed = seen.tallies.map(final);
+  const complete = processed.every((n) => n !== null);
+  return {
+    plan,
+    windowSeconds: SCALE_WINDOW_MS / 1000,
+    before: window(seen.from, scaledAt[0] ?? seen.until),
+    steps: scaledAt.map((at, i) => ({
+      atSeconds: plan[i + 1]?.atSeconds ?? 0,
+      instances: plan[i + 1]?.instances ?? 0,
+      ...window(at, Math.min(at + SCALE_WINDOW_MS, seen.until)),
+    })),
+    rebalancesSeenByFirstInstance: seen.rebalances,
+    recordsOnTopics: seen.recordsOnTopics,
+    processedPerInstance: processed,
+    deferred: seen.tallies.reduce((sum, tally) => sum + (tally?.deferred ?? 0), 0),
+    appliedTwice: complete ? recordsAppliedTwice(processed as number[], seen.recordsOnTopics) : null,
+  };
 }
 
 /**

@@ -219,7 +219,8 @@ function running(
       await admin.disconnect().catch(() => {});
       await driver.close().catch(() => {});
       await endpoints.close();
-      logger.info({}, "stopped");
+      // The process's tally, for an operator reading a scale-in's log (and the bench's records applied twice).
+      logger.info({ records: await metrics.recordsByFate() }, "stopped");
       // After a fatal error `done` rejects (the process exits 1), whoever finished the stop.
       if (!failed) resolveDone();
     })();

@@ -37,6 +37,8 @@ export interface PrometheusMetrics extends Metrics, ConsumerMetrics, FindingMetr
   /** The last readiness check's answer (see /readyz). */
   setReady(ready: boolean): void;
   recordDeadLetterPublished(topic: string): void;
+  /** The records this process has taken to each fate since it started, summed over streams and reasons. */
+  recordsByFate(): Promise<Record<string, number>>;
 }
 
 export type { PauseReason } from "../../ports.js";
@@ -354,6 +356,11 @@ export function createPrometheusMetrics(
         unpublished.set({ tenant }, byTenant.get(tenant) ?? 0);
     },
     setOldestUnjudged: (database, markedAt) => void oldestUnjudged.set(database, markedAt),
+    recordsByFate: async () =>
+      (await records.get()).values.reduce<Record<string, number>>((totals, { labels, value }) => {
+        totals[String(labels.result)] = (totals[String(labels.result)] ?? 0) + value;
+        return totals;
+      }, {}),
     setOldestUnpublishedFinding(detectedAtByTenant) {
       oldestUnpublished.clear();
       for (const [tenant, at] of detectedAtByTenant) oldestUnpublished.set(tenant, at);
