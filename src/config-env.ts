@@ -199,10 +199,7 @@ export const envSchema = z.object({
     "kafkajs fetch limit per fetch; bounds the memory of fetched batches.",
   ),
   KAFKA_SESSION_TIMEOUT_MS: int(10_000, 10_000, 300_000).describe(
-    "Consumer group session timeout: an instance that sends no heartbeat for this long (heartbeats every KAFKA_HEARTBEAT_INTERVAL_MS, also while a batch is applied) loses its partitions. After a broker outage the group waits this long for the members from before it, so it bounds how soon the instances resume. Longer only for hosts whose event loop stalls for seconds.",
-  ),
-  KAFKA_HEARTBEAT_INTERVAL_MS: int(3_000, 100, 100_000).describe(
-    "How often an instance tells the group coordinator it is alive, and learns of a rebalance: the others' pause when an instance joins or leaves is at least this long. At most a third of KAFKA_SESSION_TIMEOUT_MS.",
+    "Consumer group session timeout: an instance that sends no heartbeat for this long (heartbeats every 3 s, also while a batch is applied) loses its partitions. After a broker outage the group waits this long for the members from before it, so it bounds how soon the instances resume. Longer only for hosts whose event loop stalls for seconds.",
   ),
   MAX_LIST_LENGTH: int(1000, 1, 1_000_000).describe(
     "Longer tools, workflows or escalation_path lists are dead-lettered.",

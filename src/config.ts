@@ -41,7 +41,6 @@ const configSchema = envSchema.transform((env) => ({
     fetchMaxBytesPerPartition: env.FETCH_MAX_BYTES_PER_PARTITION,
     fetchMaxBytes: env.FETCH_MAX_BYTES,
     sessionTimeoutMs: env.KAFKA_SESSION_TIMEOUT_MS,
-    heartbeatIntervalMs: env.KAFKA_HEARTBEAT_INTERVAL_MS,
   },
   registry: {
     url: env.SCHEMA_REGISTRY_URL,
@@ -170,9 +169,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       "CONSUMER_GROUP",
       `"${config.topics.scope}" names the retry and dead-letter topics (RETRY_DLQ_TOPIC_SCOPE=group), so it may hold only letters, digits, . _ -`,
     );
-  }
-  if (config.kafka.heartbeatIntervalMs * 3 > config.kafka.sessionTimeoutMs) {
-    throw new ConfigError("KAFKA_HEARTBEAT_INTERVAL_MS", "must be at most a third of KAFKA_SESSION_TIMEOUT_MS");
   }
   if (config.retry.backoffMaxMs < config.retry.backoffMs) {
     throw new ConfigError("RETRY_BACKOFF_MAX_MS", "must be at least RETRY_BACKOFF_MS");

@@ -109,7 +109,6 @@ export async function buildConsumer(
       fetchMaxBytesPerPartition: config.kafka.fetchMaxBytesPerPartition,
       fetchMaxBytes: config.kafka.fetchMaxBytes,
       sessionTimeoutMs: config.kafka.sessionTimeoutMs,
-      heartbeatIntervalMs: config.kafka.heartbeatIntervalMs,
       isHeld: hold.isHeld,
       admitsBefore: hold.admitsBefore,
       // §3.1/§3.2 lock the agent and every agent on its escalation path, so registry batches of two

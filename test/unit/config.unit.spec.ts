@@ -61,12 +61,6 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ RETRY_BACKOFF_MS: "5000", RETRY_BACKOFF_MAX_MS: "100" })).toThrow(
       /^RETRY_BACKOFF_MAX_MS: /,
     );
-    expect(() => loadConfig({ KAFKA_HEARTBEAT_INTERVAL_MS: "4000" })).toThrow(
-      /^KAFKA_HEARTBEAT_INTERVAL_MS: must be at most a third of KAFKA_SESSION_TIMEOUT_MS/,
-    );
-    expect(
-      loadConfig({ KAFKA_HEARTBEAT_INTERVAL_MS: "4000", KAFKA_SESSION_TIMEOUT_MS: "12000" }).kafka.heartbeatIntervalMs,
-    ).toBe(4000);
     expect(() => loadConfig({ BATCH_MAX_RECORDS: "3000", BACKLOG_BATCH_MAX_RECORDS: "2500" })).toThrow(
       /^BACKLOG_BATCH_MAX_RECORDS: must be at least BATCH_MAX_RECORDS/,
     );

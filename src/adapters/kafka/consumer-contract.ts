@@ -17,8 +17,6 @@ export interface ConsumerOptions {
   readonly fetchMaxBytes?: number;
   /** The group session timeout (consumer.ts): 10 s unless given. */
   readonly sessionTimeoutMs?: number;
-  /** How often the group coordinator hears from the instance (consumer.ts): 3 s unless given. */
-  readonly heartbeatIntervalMs?: number;
   /** First pause after an infrastructure failure; doubles up to 30 s while the failure lasts. */
   readonly pauseOnFailureMs?: number;
   /** Streams whose source topics wait while an upstream stream catches up (see pipeline/catch-up.ts). */

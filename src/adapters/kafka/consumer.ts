@@ -61,7 +61,7 @@ export function createProjectorConsumer(
     // (each-batch.ts), so 10 s leaves two missed heartbeats of margin.
     sessionTimeout: options.sessionTimeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS,
     rebalanceTimeout: 60_000,
-    heartbeatInterval: options.heartbeatIntervalMs ?? 3_000,
+    heartbeatInterval: 3_000,
     allowAutoTopicCreation: false,
     // The broker's long poll when nothing is waiting. Short, because partitions resumed meanwhile
     // (a lifted catch-up hold, a retry that fell due) are only fetched once it returns.

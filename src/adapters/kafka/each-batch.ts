@@ -19,6 +19,9 @@ import type { ConsumerDeps, ConsumerOptions } from "./consumer-contract.js";
 import type { PartitionPauses } from "./partition-pauses.js";
 import { toSourceRecord } from "./source-record.js";
 
+/** A third of the session timeout, as kafkajs's own heartbeat interval is. */
+const HEARTBEAT_WHILE_APPLYING_MS = 3_000;
+
 export interface BatchApplier {
   /** kafkajs's eachBatch: hands a fetched partition batch to the partition's lane; never throws. */
   eachBatch(payload: EachBatchPayload): Promise<void>;
@@ -254,10 +257,7 @@ export function createBatchApplier(
         // A batch may take longer than the session timeout (a queue behind the serial stream, a batch
         // narrowed down around poison): keep the membership alive meanwhile, or the group rebalances
         // and the batch is fetched and applied a second time.
-        const heartbeat = setInterval(
-          () => void payload.heartbeat().catch(() => {}),
-          options.heartbeatIntervalMs ?? 3_000,
-        );
+        const heartbeat = setInterval(() => void payload.heartbeat().catch(() => {}), HEARTBEAT_WHILE_APPLYING_MS);
         try {
           // Merged with other partitions' waiting chunks up to what this chunk's partition allows.
           await applyMerged[role.stream](batch.topic, chunk, capPast((chunk.at(-1) as SourceRecord).offset));
