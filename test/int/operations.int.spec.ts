@@ -166,6 +166,18 @@ describe("operating the service", () => {
       expect(code, output.slice(-2000)).toBe(0);
       expect(seconds).toBeLessThan(25);
       expect(output).toContain('"msg":"stopped"');
+      // The stop's line carries the process's tally of records by fate (a scale-in's reader, the bench).
+      const stopped = output
+        .split("\n")
+        .filter((line) => line.includes('"msg":"stopped"'))
+        .map((line) => JSON.parse(line) as { records?: Record<string, number> })[0];
+      expect(Object.keys(stopped?.records ?? {}).sort()).toEqual([
+        "applied",
+        "dead-lettered",
+        "deferred",
+        "stale",
+        "unchanged",
+      ]);
       const [group] = (await harness.admin.describeGroups([harness.config.kafka.group])).groups;
       expect(group?.members ?? []).toHaveLength(0);
       expect(secret.length).toBeGreaterThan(0);
