@@ -43,7 +43,7 @@ export type RecordFreshness = FreshnessQuantiles & { records: number; max: numbe
 
 export type CapacitySource = "check-before" | "single-instance-runs" | "given";
 
-/** What one window of a scaled load cost: the longest pause in the group's commits, and its records' freshness. */
+/** What one window of a scaled load cost: the longest any partition's commits paused, and its records' freshness. */
 export interface ScaleWindow {
   readonly commitPauseSeconds: number;
   readonly records: RecordFreshness;

@@ -1,6 +1,6 @@
 /**
  * The pure parts of a steady load during which the group is scaled (`--freshness-scale`): the plan,
- * and what each step of it cost — the longest pause in the group's commits, the freshness of the
+ * and what each step of it cost — the longest pause in a partition's commits, the freshness of the
  * records published around it, and the records applied twice.
  */
 import type { Settled } from "./freshness.js";
@@ -36,9 +36,9 @@ export function parseScalePlan(text: string): ScaleStep[] {
 }
 
 /**
- * The longest stretch in `[fromMs, toMs)` during which no committed offset of the group moved, from
- * the times the polls saw one move (sorted): the pause a rebalance puts in the commits, when the load
- * keeps every partition busy. A stretch that began before `fromMs` counts from its start.
+ * The longest stretch in `[fromMs, toMs)` during which a partition's committed offset did not move,
+ * from the times the polls saw it move (sorted): the pause a rebalance puts in its commits, when the
+ * load keeps every partition busy. A stretch that began before `fromMs` counts from its start.
  */
 export function longestCommitPause(advances: readonly number[], fromMs: number, toMs: number): number {
   let longest = 0;

@@ -383,7 +383,7 @@ export async function runFreshness(
 }
 
 /**
- * What scaling the group cost: per step, the longest pause in the group's commits and the freshness of
+ * What scaling the group cost: per step, the longest pause in a partition's commits and the freshness of
  * the records published in the SCALE_WINDOW_MS after it, beside the same before the first step; and
  * the records applied twice over the whole load (every instance's tally from its "stopped" line).
  */
