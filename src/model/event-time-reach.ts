@@ -19,6 +19,13 @@ import { type Finding, terminalFinding } from "./findings.js";
  *   t gets a resolution of each. The cause is its own change if it changed at t, otherwise the lowest
  *   changed agent id it had a declared path to before t (or has at t); no cause, no transition.
  * Ids are model/findings.ts `terminalFinding`'s: the agent and the causing change (agent, version).
+ *
+ * The walk is incremental: the changes are applied in occurred_at order to one declared graph, and at an
+ * instant only the agents upstream of a changed one (before or after it) are looked at again, since no
+ * other agent's paths pass through a change. Recomputing the whole graph at every instant made a page
+ * of 2,000 changes of a 10,000-agent registry (a new deployment's backlog) cost about a minute on the
+ * event loop; test/support/terminal-oracle.ts keeps that plain walk as the reference the property test
+ * (test/unit/event-time-reach) compares this one with.
  */
 export interface RecordedTerminalFinding {
   readonly finding_id: string;
@@ -39,109 +46,248 @@ export interface TerminalJudgeInput {
   readonly recorded: readonly RecordedTerminalFinding[];
 }
 
-type InForce = Map<string, RegistryChange>;
-
-function inForce(byAgent: ReadonlyMap<string, readonly RegistryChange[]>, t: number, inclusive: boolean): InForce {
-  const found: InForce = new Map();
-  for (const [agent, changes] of byAgent) {
-    let best: RegistryChange | undefined;
-    for (const c of changes)
-      if ((inclusive ? c.occurred_at <= t : c.occurred_at < t) && (!best || c.registry_version > best.registry_version))
-        best = c;
-    if (best) found.set(agent, best);
-  }
-  return found;
-}
-
 const isRetired = (c: RegistryChange | undefined) => c?.retired === true;
 const targetsOf = (c: RegistryChange | undefined) => (c && !isRetired(c) ? c.declared : []);
 
-/** The agents that reach a terminal over the declared edges in force. */
-export function reachingTerminal(graph: InForce, terminals: ReadonlySet<string>): Set<string> {
-  const upstream = new Map<string, string[]>();
-  const reaching = new Set<string>();
-  const queue: string[] = [];
-  for (const [agent, change] of graph)
-    for (const target of targetsOf(change)) {
-      if (terminals.has(target)) {
-        if (!reaching.has(agent)) {
-          reaching.add(agent);
-          queue.push(agent);
-        }
-      } else upstream.set(target, [...(upstream.get(target) ?? []), agent]);
+/** The declared graph at one instant: each agent's change in force, the edges into each agent, who reaches a terminal. */
+class DeclaredGraph {
+  readonly inForce = new Map<string, RegistryChange>();
+  private readonly into = new Map<string, Set<string>>();
+  readonly reaching = new Set<string>();
+
+  constructor(private readonly terminals: ReadonlySet<string>) {}
+
+  /** Takes `changes` (all older than what comes next) without judging anything, then computes who reaches. */
+  load(changes: readonly RegistryChange[]): void {
+    for (const c of changes) this.takeIfNewer(c);
+    for (const [agent, change] of this.inForce) this.link(agent, change);
+    this.settle(new Set(this.inForce.keys()));
+  }
+
+  /** The agents whose change in force is replaced by one of `changes` (all of one instant), each with its new change. */
+  replaced(changes: readonly RegistryChange[]): Map<string, RegistryChange> {
+    const next = new Map<string, RegistryChange>();
+    for (const c of changes) {
+      const current = next.get(c.agent_id) ?? this.inForce.get(c.agent_id);
+      if (!current || c.registry_version > current.registry_version) next.set(c.agent_id, c);
     }
-  for (let i = 0; i < queue.length; i++)
-    for (const source of upstream.get(queue[i] as string) ?? [])
-      if (!reaching.has(source)) {
-        reaching.add(source);
-        queue.push(source);
+    return next;
+  }
+
+  apply(next: ReadonlyMap<string, RegistryChange>): void {
+    for (const [agent, change] of next) {
+      this.unlink(agent, this.inForce.get(agent));
+      this.inForce.set(agent, change);
+      this.link(agent, change);
+    }
+  }
+
+  /** Whether `agent` reaches a terminal over the edges in force (a walk down from it). */
+  reachesFrom(agent: string): boolean {
+    const seen = new Set([agent]);
+    const queue = [agent];
+    for (let i = 0; i < queue.length; i++)
+      for (const target of targetsOf(this.inForce.get(queue[i] as string))) {
+        if (this.terminals.has(target)) return true;
+        if (!seen.has(target)) {
+          seen.add(target);
+          queue.push(target);
+        }
       }
-  return reaching;
+    return false;
+  }
+
+  /** The agents with a declared path to `agent` (itself included). */
+  upstreamOf(agent: string): Set<string> {
+    const found = new Set([agent]);
+    const queue = [agent];
+    for (let i = 0; i < queue.length; i++)
+      for (const source of this.into.get(queue[i] as string) ?? [])
+        if (!found.has(source)) {
+          found.add(source);
+          queue.push(source);
+        }
+    return found;
+  }
+
+  /**
+   * Recomputes who reaches a terminal among `affected`, which must hold every agent upstream of each
+   * changed one: an agent outside it reaches exactly as before, its paths passing no change.
+   */
+  settle(affected: ReadonlySet<string>): void {
+    const reachesThrough = (target: string) =>
+      this.terminals.has(target) || (!affected.has(target) && this.reaching.has(target));
+    for (const agent of affected) this.reaching.delete(agent);
+    const queue: string[] = [];
+    for (const agent of affected)
+      if (targetsOf(this.inForce.get(agent)).some(reachesThrough)) {
+        this.reaching.add(agent);
+        queue.push(agent);
+      }
+    for (let i = 0; i < queue.length; i++)
+      for (const source of this.into.get(queue[i] as string) ?? [])
+        if (affected.has(source) && !this.reaching.has(source)) {
+          this.reaching.add(source);
+          queue.push(source);
+        }
+  }
+
+  private takeIfNewer(c: RegistryChange): void {
+    const current = this.inForce.get(c.agent_id);
+    if (!current || c.registry_version > current.registry_version) this.inForce.set(c.agent_id, c);
+  }
+
+  private link(agent: string, change: RegistryChange): void {
+    for (const target of targetsOf(change)) {
+      const sources = this.into.get(target) ?? new Set<string>();
+      sources.add(agent);
+      this.into.set(target, sources);
+    }
+  }
+
+  private unlink(agent: string, change: RegistryChange | undefined): void {
+    for (const target of targetsOf(change)) this.into.get(target)?.delete(agent);
+  }
 }
 
-/** The agents with a declared path to `agent` (itself included). */
-function upstreamOf(graph: InForce, agent: string): Set<string> {
-  const into = new Map<string, string[]>();
-  for (const [source, change] of graph)
-    for (const target of targetsOf(change)) into.set(target, [...(into.get(target) ?? []), source]);
-  const found = new Set([agent]);
-  const queue = [agent];
-  for (let i = 0; i < queue.length; i++)
-    for (const source of into.get(queue[i] as string) ?? [])
-      if (!found.has(source)) {
-        found.add(source);
-        queue.push(source);
-      }
-  return found;
-}
+/** The terminal findings known so far, indexed for "which are open for this agent just before t". */
+class KnownFindings {
+  private readonly byAgent = new Map<string, RecordedTerminalFinding[]>();
+  private readonly resolvedAt = new Map<string, number>();
+  private readonly ids = new Set<string>();
 
-export function terminalTransitionsAt(tenant: string, input: TerminalJudgeInput): Finding[] {
-  const byAgent = new Map<string, RegistryChange[]>();
-  for (const c of input.history) byAgent.set(c.agent_id, [...(byAgent.get(c.agent_id) ?? []), c]);
-  // Every finding known, recorded or found on the way, with its instant: what is open at each instant.
-  const known: RecordedTerminalFinding[] = [...input.recorded];
-  const knownIds = new Set(known.map((f) => f.finding_id));
-  const found: Finding[] = [];
-  const openBefore = (agent: string, t: number): string[] => {
-    const resolved = new Set(
-      known.filter((f) => f.resolves !== null && (f.at ?? Number.NEGATIVE_INFINITY) < t).map((f) => f.resolves),
-    );
-    return known
+  constructor(recorded: readonly RecordedTerminalFinding[]) {
+    for (const f of recorded) this.add(f);
+  }
+
+  /** The agents that have had a `terminal-unreachable` finding (open or not: openBefore says at which instant). */
+  readonly flagged = new Set<string>();
+
+  has(id: string): boolean {
+    return this.ids.has(id);
+  }
+
+  add(f: RecordedTerminalFinding): void {
+    this.ids.add(f.finding_id);
+    if (f.kind === "terminal-unreachable") this.flagged.add(f.source_agent_id);
+    this.byAgent.set(f.source_agent_id, [...(this.byAgent.get(f.source_agent_id) ?? []), f]);
+    const at = f.at ?? Number.NEGATIVE_INFINITY;
+    if (f.resolves !== null && !(at >= (this.resolvedAt.get(f.resolves) ?? Number.POSITIVE_INFINITY)))
+      this.resolvedAt.set(f.resolves, at);
+  }
+
+  openBefore(agent: string, t: number): string[] {
+    return (this.byAgent.get(agent) ?? [])
       .filter(
         (f) =>
           f.kind === "terminal-unreachable" &&
-          f.source_agent_id === agent &&
           (f.at ?? Number.NEGATIVE_INFINITY) < t &&
-          !resolved.has(f.finding_id),
+          !((this.resolvedAt.get(f.finding_id) ?? Number.POSITIVE_INFINITY) < t),
       )
       .map((f) => f.finding_id)
       .sort();
-  };
-  for (const t of [...new Set(input.instants)].sort((a, b) => a - b)) {
-    const before = inForce(byAgent, t, false);
-    const after = inForce(byAgent, t, true);
-    const changed = [...after.keys()]
-      .filter((agent) => before.get(agent)?.registry_version !== after.get(agent)?.registry_version)
-      .sort();
-    if (changed.length === 0) continue;
-    const then = reachingTerminal(before, input.terminals);
-    const now = reachingTerminal(after, input.terminals);
-    const upstreamBefore = new Map(changed.map((c) => [c, upstreamOf(before, c)]));
-    const upstreamAfter = new Map(changed.map((c) => [c, upstreamOf(after, c)]));
+  }
+}
+
+const byAgentId = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * Applies one instant's replaced changes to `graph`: which agents are upstream of each changed one
+ * (before and after), the agents whose reach may have changed (`affected`) and which of them reached
+ * a terminal before (`reachedThen`). One changed agent whose own reach stays as it was changes nobody's: a path through
+ * it reaches a terminal before exactly when after. Then the upstream is sought only when an open
+ * finding could be resolved (`resolvable`).
+ */
+function step(
+  graph: DeclaredGraph,
+  replaced: ReadonlyMap<string, RegistryChange>,
+  changed: readonly string[],
+  resolvable: () => boolean,
+) {
+  const [only] = changed;
+  if (changed.length === 1 && only !== undefined) {
+    const reachedBefore = graph.reaching.has(only);
+    graph.apply(replaced);
+    // With one agent changed, who has a path to it is the same before and after: such a path passes
+    // only other agents' edges.
+    if (graph.reachesFrom(only) === reachedBefore) {
+      const upstream = reachedBefore && resolvable() ? graph.upstreamOf(only) : new Set<string>();
+      const same = new Map([[only, upstream]]);
+      return { upstreamBefore: same, upstreamAfter: same, affected: upstream, reachedThen: new Set<string>() };
+    }
+    const upstream = new Map([[only, graph.upstreamOf(only)]]);
+    return settled(graph, upstream, upstream);
+  }
+  const upstreamBefore = new Map(changed.map((c) => [c, graph.upstreamOf(c)]));
+  graph.apply(replaced);
+  return settled(graph, upstreamBefore, new Map(changed.map((c) => [c, graph.upstreamOf(c)])));
+}
+
+function settled(
+  graph: DeclaredGraph,
+  upstreamBefore: Map<string, Set<string>>,
+  upstreamAfter: Map<string, Set<string>>,
+) {
+  const affected = new Set<string>();
+  for (const set of [...upstreamBefore.values(), ...upstreamAfter.values()]) for (const a of set) affected.add(a);
+  const reachedThen = new Set([...affected].filter((agent) => graph.reaching.has(agent)));
+  graph.settle(affected);
+  return { upstreamBefore, upstreamAfter, affected, reachedThen };
+}
+
+export function terminalTransitionsAt(tenant: string, input: TerminalJudgeInput): Finding[] {
+  const instants = [...new Set(input.instants)].sort((a, b) => a - b);
+  const first = instants[0];
+  if (first === undefined) return [];
+  const judged = new Set(instants);
+  const last = instants[instants.length - 1] as number;
+  const history = [...input.history].sort((a, b) => a.occurred_at - b.occurred_at);
+  const graph = new DeclaredGraph(input.terminals);
+  let next = history.findIndex((c) => c.occurred_at >= first);
+  if (next < 0) next = history.length;
+  graph.load(history.slice(0, next));
+  const known = new KnownFindings(input.recorded);
+  const found: Finding[] = [];
+  while (next < history.length && (history[next] as RegistryChange).occurred_at <= last) {
+    const t = (history[next] as RegistryChange).occurred_at;
+    let end = next;
+    while (end < history.length && (history[end] as RegistryChange).occurred_at === t) end++;
+    const replaced = graph.replaced(history.slice(next, end));
+    next = end;
+    if (replaced.size === 0) continue;
+    const changed = [...replaced.keys()].sort(byAgentId);
+    const { upstreamBefore, upstreamAfter, affected, reachedThen } = step(
+      graph,
+      replaced,
+      changed,
+      () => judged.has(t) && known.flagged.size > 0,
+    );
+    if (!judged.has(t)) continue;
     const causeOf = (agent: string): RegistryChange | undefined => {
       const cause =
         changed.find((c) => c === agent) ??
         changed.find((c) => upstreamBefore.get(c)?.has(agent)) ??
         changed.find((c) => upstreamAfter.get(c)?.has(agent));
-      return cause === undefined ? undefined : after.get(cause);
+      return cause === undefined ? undefined : graph.inForce.get(cause);
     };
-    for (const [agent, change] of [...after].sort(([a], [b]) => (a < b ? -1 : 1))) {
-      if (input.terminals.has(agent)) continue;
-      const lost = then.has(agent) && !now.has(agent);
-      const open = openBefore(agent, t);
+    // Only an agent that lost its path, or reaches and has an open finding, can transition.
+    const candidates = [...reachedThen]
+      .filter((agent) => !graph.reaching.has(agent))
+      .concat(
+        [...(known.flagged.size < affected.size ? known.flagged : affected)].filter(
+          (agent) => affected.has(agent) && known.flagged.has(agent) && graph.reaching.has(agent),
+        ),
+      )
+      .sort(byAgentId);
+    for (const agent of candidates) {
+      const change = graph.inForce.get(agent);
+      if (!change || input.terminals.has(agent)) continue;
+      const reaches = graph.reaching.has(agent);
+      const lost = reachedThen.has(agent) && !reaches;
+      const open = known.openBefore(agent, t);
       const transitions: (string | null)[] = [];
       if (lost && !isRetired(change) && open.length === 0) transitions.push(null);
-      else if (now.has(agent)) transitions.push(...open);
+      else if (reaches) transitions.push(...open);
       if (transitions.length === 0) continue;
       const cause = causeOf(agent);
       if (!cause) continue;
@@ -152,10 +298,9 @@ export function terminalTransitionsAt(tenant: string, input: TerminalJudgeInput)
           registry_occurred_at: cause.occurred_at,
           late: cause.late === true,
         };
-        if (knownIds.has(f.finding_id)) continue;
-        knownIds.add(f.finding_id);
+        if (known.has(f.finding_id)) continue;
         found.push(f);
-        known.push({
+        known.add({
           finding_id: f.finding_id,
           tenant_id: tenant,
           kind: f.kind as RecordedTerminalFinding["kind"],

@@ -1,7 +1,9 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { RegistryChange } from "../../src/model/event-time-findings.js";
 import { type RecordedTerminalFinding, terminalTransitionsAt } from "../../src/model/event-time-reach.js";
 import { type Finding, terminalFinding } from "../../src/model/findings.js";
+import { oracleTerminalFindings } from "../support/terminal-oracle.js";
 
 const A = "tr-agt-001";
 const B = "tr-agt-002";
@@ -84,5 +86,103 @@ describe("terminal-unreachable judged instant by instant, in event time", () => 
       recorded: [],
     });
     expect(other).toEqual([]);
+  });
+});
+
+/**
+ * Generated histories of one tenant: a handful of agents declaring each other and two terminals, versions
+ * out of time order, several changes at one instant, retirements. Each (agent, version) is one change,
+ * as in the graph.
+ */
+const POOL = [A, B, C, "tr-agt-004", "tr-agt-005", T];
+const TERMINALS = new Set([T, "tr-agt-901"]);
+const historyArbitrary = fc
+  .array(
+    fc.record({
+      agent: fc.constantFrom(...POOL),
+      version: fc.integer({ min: 1, max: 6 }),
+      at: fc.integer({ min: 0, max: 12 }),
+      declared: fc.uniqueArray(fc.constantFrom(...POOL, "tr-agt-901"), { maxLength: 3 }),
+      retired: fc.boolean(),
+    }),
+    { minLength: 1, maxLength: 30 },
+  )
+  .map((drawn) => [
+    ...new Map(
+      drawn.map((d) => [
+        `${d.agent}|${d.version}`,
+        change(d.agent, d.version, d.at, d.retired && d.version > 3 ? [] : d.declared, d.retired && d.version > 3),
+      ]),
+    ).values(),
+  ]);
+/** Findings compared whole, but for the late flag: the oracle knows no watermark. */
+const comparable = (found: readonly Finding[]) =>
+  found
+    .map(({ late: _, ...finding }) => finding)
+    .sort((a, b) => (a.finding_id < b.finding_id ? -1 : a.finding_id > b.finding_id ? 1 : 0));
+const TENANT_TERMINALS = (history: RegistryChange[], instants: number[], recorded: RecordedTerminalFinding[] = []) =>
+  terminalTransitionsAt("default", { history, instants, terminals: TERMINALS, recorded });
+/** The instants in event-time order, judged in pages of the given sizes, each page knowing what the ones before found. */
+function judgedInPages(history: RegistryChange[], sizes: readonly number[], judge = TENANT_TERMINALS): Finding[] {
+  const instants = [...new Set(history.map((c) => c.occurred_at))].sort((a, b) => a - b);
+  const found: Finding[] = [];
+  for (let start = 0, n = 0; start < instants.length; n++) {
+    const size = 1 + ((sizes[n % Math.max(1, sizes.length)] ?? 0) % 4);
+    const page = instants.slice(start, start + size);
+    start += size;
+    found.push(...judge(history, page, asRecorded(found, 0)));
+  }
+  return found;
+}
+
+describe("property: the incremental walk finds exactly what the plain oracle finds", () => {
+  const sizes = fc.array(fc.nat({ max: 7 }), { minLength: 1, maxLength: 12 });
+
+  it("every instant in one call", () => {
+    fc.assert(
+      fc.property(historyArbitrary, (history) => {
+        const instants = history.map((c) => c.occurred_at);
+        expect(comparable(TENANT_TERMINALS(history, instants))).toEqual(
+          comparable(oracleTerminalFindings("default", history, TERMINALS)),
+        );
+      }),
+      { numRuns: 1500 },
+    );
+  });
+
+  it("in pages of instants, each knowing what the ones before recorded; a page judged again finds nothing new", () => {
+    fc.assert(
+      fc.property(historyArbitrary, sizes, (history, p) => {
+        const found = judgedInPages(history, p);
+        expect(comparable(found)).toEqual(comparable(oracleTerminalFindings("default", history, TERMINALS)));
+        const instants = history.map((c) => c.occurred_at);
+        expect(TENANT_TERMINALS(history, instants, asRecorded(found, 0))).toEqual([]);
+      }),
+      { numRuns: 1500 },
+    );
+  });
+
+  it("can fail: judged against the registry as delivered so far, a counterexample is found", () => {
+    const result = fc.check(
+      fc.property(historyArbitrary, sizes, (history, p) => {
+        // Pages in event-time order, each judged against the registry as delivered when its own changes
+        // were: versions delivered in order, so a page sees no version above its own highest.
+        const asDelivered: typeof TENANT_TERMINALS = (h, instants, recorded) => {
+          const own = h.filter((c) => instants.includes(c.occurred_at)).map((c) => c.registry_version);
+          return TENANT_TERMINALS(
+            h.filter((c) => c.registry_version <= Math.max(...own)),
+            instants,
+            recorded,
+          );
+        };
+        const found = judgedInPages(history, p, asDelivered);
+        return (
+          JSON.stringify(comparable(found)) ===
+          JSON.stringify(comparable(oracleTerminalFindings("default", history, TERMINALS)))
+        );
+      }),
+      { numRuns: 500, seed: 53 },
+    );
+    expect(result.failed).toBe(true);
   });
 });
