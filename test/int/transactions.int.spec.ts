@@ -6,6 +6,7 @@ import { streamOf } from "../../src/adapters/kafka/event-publisher.js";
 import { createGroupAdmin, fetchLag } from "../../src/adapters/kafka/group-admin.js";
 import { createTopicReader, readTopicsToEnd } from "../../src/adapters/kafka/read-topic.js";
 import { createAvroDecoder } from "../../src/adapters/registry/schema-registry.js";
+import { OLDEST_MARK } from "../../src/cypher/event-time-judge.js";
 import { createLogger } from "../../src/logger.js";
 import type { ProjectorEvent } from "../../src/model/events.js";
 import { diffGraphs } from "../../src/model/graph.js";
@@ -21,6 +22,7 @@ import { snapshot, tombstone } from "../support/builders.js";
 import { runCli } from "../support/cli.js";
 import { Harness } from "../support/harness.js";
 import { referenceGraph } from "../support/reference-model.js";
+import { until } from "../support/until.js";
 
 /** Long enough for any read of these small topics; far shorter than the test's own timeout. */
 const READ_BOUND_MS = 20_000;
@@ -235,6 +237,21 @@ describe("transactional source topics", () => {
     expect(STREAMS.filter((stream) => hold.isHeld(stream))).toEqual([]);
     // What the service's hold takes, between broker checks, for a lower bound on the group's lag.
     expect(service.consumer.lagSeen()).toEqual({ "registry-mutation": 0, "outcome-created": 0, "escalation-edge": 0 });
+  });
+
+  it("the event-time judge is not held back by the transaction markers: every mark judged long before the max wait", async () => {
+    // The registry watermark needs the group committed past each registry partition's end at a poll;
+    // a commit or abort marker ends every partition here (partition 1 an abort), and the default
+    // FINDINGS_MAX_WAIT_MS (10 min) would judge without the watermark only long after this bound.
+    expect(Number(harness.env.FINDINGS_MAX_WAIT_MS ?? 600_000)).toBeGreaterThan(60_000);
+    await until(
+      "no escalation or registry change left unjudged",
+      async () => {
+        const [row] = await harness.graph().read(harness.config.neo4j.database, OLDEST_MARK);
+        return row?.oldest === null || row?.oldest === undefined;
+      },
+      { timeoutMs: 30_000 },
+    );
   });
 
   it("reconcile reads the registry to its end and finds no drift", async () => {
