@@ -43,12 +43,34 @@ CALL (c, row) {
 }
 `;
 
-/** Every change of one tenant's agents (the terminal judge's input: reachability needs the whole registry). */
-export const TENANT_REGISTRY_HISTORY = `
-MATCH (c:RegistryChange {tenant_id: $tenant_id})
+/**
+ * The terminal walk's input (model/event-time-reach.ts) reads what the instants from `$since` on can
+ * depend on, not the tenant's whole history: every change from `$since` on (REGISTRY_CHANGES_SINCE),
+ * then the whole history of the agents those belong to (registryHistory), and for every other agent
+ * only its change in force, its highest version (registryHeads): all its changes are older, so that one
+ * is in force at every instant from `$since` on. A retired head declares nothing, reaches nothing and
+ * changes nobody's path, so it is left out. The heads are found from the Agent nodes: an agent whose
+ * highest change is not retired was projected by it (§3.1 applies the highest version; only a higher
+ * tombstone leaves a fence instead), so it has one.
+ */
+export const REGISTRY_CHANGES_SINCE = `
+MATCH (c:RegistryChange)
+WHERE c.occurred_at >= datetime({epochMillis: toInteger($since)}) AND c.tenant_id = $tenant_id
+RETURN DISTINCT c.agent_id AS agent_id
+`;
+
+export const registryHeads = (scoped: boolean): string => `
+MATCH (a:Agent${scoped ? " {tenant_id: $tenant_id}" : ""})
+CALL (a) {
+  MATCH (c:RegistryChange)
+  USING INDEX c:RegistryChange(${scoped ? "tenant_id, " : ""}agent_id, registry_version)
+  WHERE ${scoped ? "c.tenant_id = a.tenant_id AND " : ""}c.agent_id = a.agent_id AND c.registry_version IS NOT NULL
+  RETURN c ORDER BY c.registry_version DESC LIMIT 1
+}
+WITH c WHERE c.tenant_id = $tenant_id AND NOT coalesce(c.retired, c.deleted, false)
 RETURN c.tenant_id AS tenant_id, c.agent_id AS agent_id, c.registry_version AS registry_version,
        c.occurred_at.epochMillis AS occurred_at, c.declared AS declared, coalesce(c.late, false) AS late,
-       coalesce(c.retired, c.deleted, false) AS retired
+       false AS retired
 `;
 
 /**

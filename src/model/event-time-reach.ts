@@ -46,6 +46,17 @@ export interface TerminalJudgeInput {
   readonly recorded: readonly RecordedTerminalFinding[];
 }
 
+/**
+ * The walk's input for instants from some `since` on, as the judge reads it (cypher/registry-history.ts
+ * REGISTRY_CHANGES_SINCE): the whole history of the agents with a change from `since` on, and for every
+ * other agent its head, its highest version — in force at every instant from `since` on. The walk from
+ * `since` on finds the same on it as on the whole history (test/unit/event-time-reach).
+ */
+export function historyForWalk<C>(changedSince: readonly C[], heads: readonly C[], agentOf: (c: C) => string): C[] {
+  const changed = new Set(changedSince.map(agentOf));
+  return [...changedSince, ...heads.filter((c) => !changed.has(agentOf(c)))];
+}
+
 const isRetired = (c: RegistryChange | undefined) => c?.retired === true;
 const targetsOf = (c: RegistryChange | undefined) => (c && !isRetired(c) ? c.declared : []);
 

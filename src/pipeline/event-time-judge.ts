@@ -11,7 +11,7 @@ import {
   UNJUDGED_CHANGES,
   UNJUDGED_OBSERVATIONS,
 } from "../cypher/event-time-judge.js";
-import { registryHistory, TENANT_REGISTRY_HISTORY } from "../cypher/registry-history.js";
+import { REGISTRY_CHANGES_SINCE, registryHeads, registryHistory } from "../cypher/registry-history.js";
 import type { Statement } from "../cypher/statement.js";
 import { errorMessage } from "../errors.js";
 import {
@@ -21,7 +21,7 @@ import {
   type RecordedFinding,
   type RegistryChange,
 } from "../model/event-time-findings.js";
-import { type RecordedTerminalFinding, terminalTransitionsAt } from "../model/event-time-reach.js";
+import { historyForWalk, type RecordedTerminalFinding, terminalTransitionsAt } from "../model/event-time-reach.js";
 import type { Finding, FindingKind } from "../model/findings.js";
 import { type Clock, type GraphWriter, type Logger, systemClock } from "../ports.js";
 import { findingStatements, recordedFindings } from "../projection/findings.js";
@@ -240,12 +240,24 @@ export function createEventTimeJudge(deps: EventTimeJudgeDeps): EventTimeJudge {
     return row?.oldest === null || row?.oldest === undefined ? undefined : num(row.oldest);
   }
 
-  /** What terminal reachability needs of each tenant the changes belong to: its history and its findings. */
-  async function readTerminal(database: string, changes: readonly Row[]) {
+  /**
+   * What terminal reachability needs of each tenant the changes belong to: the history its instants from
+   * the earliest change on depend on (model/event-time-reach.ts historyForWalk), and its findings.
+   */
+  async function readTerminal(database: string, scoped: boolean, changes: readonly Row[]) {
     const histories = new Map<string, Row[]>();
     const recordedTerminal = new Map<string, Row[]>();
     for (const tenant of new Set(changes.map((c) => String(c.tenant_id)))) {
-      histories.set(tenant, await deps.graph.read(database, TENANT_REGISTRY_HISTORY, { tenant_id: tenant }));
+      const since = Math.min(...changes.filter((c) => String(c.tenant_id) === tenant).map((c) => num(c.occurred_at)));
+      const agents = await deps.graph.read(database, REGISTRY_CHANGES_SINCE, { tenant_id: tenant, since });
+      const changedSince = await deps.graph.read(database, registryHistory(scoped), {
+        agents: agents.map((row) => ({ tenant_id: tenant, agent_id: row.agent_id })),
+      });
+      const heads = await deps.graph.read(database, registryHeads(scoped), { tenant_id: tenant });
+      histories.set(
+        tenant,
+        historyForWalk(changedSince, heads, (c) => String(c.agent_id)),
+      );
       recordedTerminal.set(tenant, await deps.graph.read(database, RECORDED_TERMINAL_FINDINGS, { tenant_id: tenant }));
     }
     return { histories, recordedTerminal };
@@ -287,7 +299,7 @@ export function createEventTimeJudge(deps: EventTimeJudgeDeps): EventTimeJudge {
     const terminal =
       deps.terminals.size === 0 || changes.length === 0
         ? []
-        : await readTerminal(database, changes).then(({ histories, recordedTerminal }) =>
+        : await readTerminal(database, scoped, changes).then(({ histories, recordedTerminal }) =>
             terminalFindings(changes, histories, recordedTerminal, deps.terminals, lateChanges(changes, judgedThrough)),
           );
     const { statements } = judgementStatements({

@@ -1,7 +1,11 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { RegistryChange } from "../../src/model/event-time-findings.js";
-import { type RecordedTerminalFinding, terminalTransitionsAt } from "../../src/model/event-time-reach.js";
+import {
+  historyForWalk,
+  type RecordedTerminalFinding,
+  terminalTransitionsAt,
+} from "../../src/model/event-time-reach.js";
 import { type Finding, terminalFinding } from "../../src/model/findings.js";
 import { oracleTerminalFindings } from "../support/terminal-oracle.js";
 
@@ -157,6 +161,31 @@ describe("property: the incremental walk finds exactly what the plain oracle fin
         expect(comparable(found)).toEqual(comparable(oracleTerminalFindings("default", history, TERMINALS)));
         const instants = history.map((c) => c.occurred_at);
         expect(TENANT_TERMINALS(history, instants, asRecorded(found, 0))).toEqual([]);
+      }),
+      { numRuns: 1500 },
+    );
+  });
+
+  it("from an instant on, the history the judge reads (the changed agents whole, the others' heads) finds what the whole history finds", () => {
+    fc.assert(
+      fc.property(historyArbitrary, fc.nat(), (history, pick) => {
+        const instants = [...new Set(history.map((c) => c.occurred_at))].sort((a, b) => a - b);
+        const since = instants[pick % instants.length] as number;
+        const from = instants.filter((t) => t >= since);
+        const before = instants.filter((t) => t < since);
+        const recorded = asRecorded(TENANT_TERMINALS(history, before), 0);
+        // What cypher/registry-history.ts reads: every change of the agents changed from `since` on, and
+        // each other agent's highest version unless it is retired.
+        const changedAgents = new Set(history.filter((c) => c.occurred_at >= since).map((c) => c.agent_id));
+        const heads = new Map<string, RegistryChange>();
+        for (const c of history)
+          if ((heads.get(c.agent_id)?.registry_version ?? 0) < c.registry_version) heads.set(c.agent_id, c);
+        const read = historyForWalk(
+          history.filter((c) => changedAgents.has(c.agent_id)),
+          [...heads.values()].filter((c) => !c.retired),
+          (c) => c.agent_id,
+        );
+        expect(TENANT_TERMINALS(read, from, recorded)).toEqual(TENANT_TERMINALS(history, from, recorded));
       }),
       { numRuns: 1500 },
     );
