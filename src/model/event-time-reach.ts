@@ -167,12 +167,22 @@ class KnownFindings {
   private readonly resolvedAt = new Map<string, number>();
   private readonly ids = new Set<string>();
 
-  constructor(recorded: readonly RecordedTerminalFinding[]) {
-    for (const f of recorded) this.add(f);
-  }
+  /**
+   * The agents that may have an open finding at an instant from `from` on: each with a
+   * `terminal-unreachable` not resolved before `from`, and each that gets one on the way (openBefore
+   * says which are open at a given instant).
+   */
+  readonly mayBeOpen = new Set<string>();
 
-  /** The agents that have had a `terminal-unreachable` finding (open or not: openBefore says at which instant). */
-  readonly flagged = new Set<string>();
+  constructor(recorded: readonly RecordedTerminalFinding[], from: number) {
+    for (const f of recorded) this.add(f);
+    for (const f of recorded)
+      if (
+        f.kind === "terminal-unreachable" &&
+        !((this.resolvedAt.get(f.finding_id) ?? Number.POSITIVE_INFINITY) < from)
+      )
+        this.mayBeOpen.add(f.source_agent_id);
+  }
 
   has(id: string): boolean {
     return this.ids.has(id);
@@ -180,7 +190,6 @@ class KnownFindings {
 
   add(f: RecordedTerminalFinding): void {
     this.ids.add(f.finding_id);
-    if (f.kind === "terminal-unreachable") this.flagged.add(f.source_agent_id);
     this.byAgent.set(f.source_agent_id, [...(this.byAgent.get(f.source_agent_id) ?? []), f]);
     const at = f.at ?? Number.NEGATIVE_INFINITY;
     if (f.resolves !== null && !(at >= (this.resolvedAt.get(f.resolves) ?? Number.POSITIVE_INFINITY)))
@@ -205,9 +214,10 @@ const byAgentId = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 /**
  * Applies one instant's replaced changes to `graph`: which agents are upstream of each changed one
  * (before and after), the agents whose reach may have changed (`affected`) and which of them reached
- * a terminal before (`reachedThen`). One changed agent whose own reach stays as it was changes nobody's: a path through
- * it reaches a terminal before exactly when after. Then the upstream is sought only when an open
- * finding could be resolved (`resolvable`).
+ * a terminal before (`reachedThen`). One changed agent whose own reach stays as it was changes
+ * nobody's: a path through it reaches a terminal before exactly when after. Then its upstream is
+ * sought only when an open finding there could be resolved (`resolvable`): an agent upstream of a
+ * change that reaches a terminal has its open findings resolved, whichever way it reaches.
  */
 function step(
   graph: DeclaredGraph,
@@ -222,7 +232,7 @@ function step(
     // With one agent changed, who has a path to it is the same before and after: such a path passes
     // only other agents' edges.
     if (graph.reachesFrom(only) === reachedBefore) {
-      const upstream = reachedBefore && resolvable() ? graph.upstreamOf(only) : new Set<string>();
+      const upstream = resolvable() ? graph.upstreamOf(only) : new Set<string>();
       const same = new Map([[only, upstream]]);
       return { upstreamBefore: same, upstreamAfter: same, affected: upstream, reachedThen: new Set<string>() };
     }
@@ -257,7 +267,7 @@ export function terminalTransitionsAt(tenant: string, input: TerminalJudgeInput)
   let next = history.findIndex((c) => c.occurred_at >= first);
   if (next < 0) next = history.length;
   graph.load(history.slice(0, next));
-  const known = new KnownFindings(input.recorded);
+  const known = new KnownFindings(input.recorded, first);
   const found: Finding[] = [];
   while (next < history.length && (history[next] as RegistryChange).occurred_at <= last) {
     const t = (history[next] as RegistryChange).occurred_at;
@@ -271,7 +281,7 @@ export function terminalTransitionsAt(tenant: string, input: TerminalJudgeInput)
       graph,
       replaced,
       changed,
-      () => judged.has(t) && known.flagged.size > 0,
+      () => judged.has(t) && known.mayBeOpen.size > 0,
     );
     if (!judged.has(t)) continue;
     const causeOf = (agent: string): RegistryChange | undefined => {
@@ -285,8 +295,8 @@ export function terminalTransitionsAt(tenant: string, input: TerminalJudgeInput)
     const candidates = [...reachedThen]
       .filter((agent) => !graph.reaching.has(agent))
       .concat(
-        [...(known.flagged.size < affected.size ? known.flagged : affected)].filter(
-          (agent) => affected.has(agent) && known.flagged.has(agent) && graph.reaching.has(agent),
+        [...(known.mayBeOpen.size < affected.size ? known.mayBeOpen : affected)].filter(
+          (agent) => affected.has(agent) && known.mayBeOpen.has(agent) && graph.reaching.has(agent),
         ),
       )
       .sort(byAgentId);
@@ -311,6 +321,7 @@ export function terminalTransitionsAt(tenant: string, input: TerminalJudgeInput)
         };
         if (known.has(f.finding_id)) continue;
         found.push(f);
+        if (resolves === null) known.mayBeOpen.add(agent);
         known.add({
           finding_id: f.finding_id,
           tenant_id: tenant,

@@ -82,6 +82,24 @@ describe("terminal-unreachable judged instant by instant, in event time", () => 
     expect(byAgent.get(C)).toBe(B);
   });
 
+  it("an open finding of an agent that reaches is resolved at the next change it lies upstream of, whatever that change does", () => {
+    // A reaches T directly and through nothing else; its finding, recorded before event-time judging
+    // (no time), is still open. B changes without reaching before or after: A lies upstream of it.
+    const history = [change(A, 1, 0, [B, T]), change(B, 1, 0, []), change(B, 2, 10, [C])];
+    const legacy: RecordedTerminalFinding = {
+      finding_id: "legacy-open",
+      tenant_id: "default",
+      kind: "terminal-unreachable",
+      source_agent_id: A,
+      resolves: null,
+      at: null,
+    };
+    const found = judge(history, [10], [legacy]);
+    expect(found.map((f) => [f.kind, f.source_agent_id, f.target_agent_id, f.resolves])).toEqual([
+      ["terminal-unreachable-resolved", A, B, "legacy-open"],
+    ]);
+  });
+
   it("tenants apart: the walk is per tenant, and a change in one is no cause in another", () => {
     const other = terminalTransitionsAt("acme", {
       history: v1.map((c) => ({ ...c, tenant_id: "acme" })),
