@@ -70,12 +70,11 @@ class DeclaredGraph {
 
   /** Takes `changes` (all older than what comes next) without judging anything, then computes who reaches. */
   load(changes: readonly RegistryChange[]): void {
-    for (const c of changes) this.takeIfNewer(c);
-    for (const [agent, change] of this.inForce) this.link(agent, change);
+    this.apply(this.replaced(changes));
     this.settle(new Set(this.inForce.keys()));
   }
 
-  /** The agents whose change in force is replaced by one of `changes` (all of one instant), each with its new change. */
+  /** The agents whose change in force is replaced by one of `changes`, each with its new change. */
   replaced(changes: readonly RegistryChange[]): Map<string, RegistryChange> {
     const next = new Map<string, RegistryChange>();
     for (const c of changes) {
@@ -143,11 +142,6 @@ class DeclaredGraph {
         }
   }
 
-  private takeIfNewer(c: RegistryChange): void {
-    const current = this.inForce.get(c.agent_id);
-    if (!current || c.registry_version > current.registry_version) this.inForce.set(c.agent_id, c);
-  }
-
   private link(agent: string, change: RegistryChange): void {
     for (const target of targetsOf(change)) {
       const sources = this.into.get(target) ?? new Set<string>();
@@ -190,7 +184,9 @@ class KnownFindings {
 
   add(f: RecordedTerminalFinding): void {
     this.ids.add(f.finding_id);
-    this.byAgent.set(f.source_agent_id, [...(this.byAgent.get(f.source_agent_id) ?? []), f]);
+    const own = this.byAgent.get(f.source_agent_id);
+    if (own) own.push(f);
+    else this.byAgent.set(f.source_agent_id, [f]);
     const at = f.at ?? Number.NEGATIVE_INFINITY;
     if (f.resolves !== null && !(at >= (this.resolvedAt.get(f.resolves) ?? Number.POSITIVE_INFINITY)))
       this.resolvedAt.set(f.resolves, at);

@@ -142,10 +142,10 @@ const comparable = (found: readonly Finding[]) =>
   found
     .map(({ late: _, ...finding }) => finding)
     .sort((a, b) => (a.finding_id < b.finding_id ? -1 : a.finding_id > b.finding_id ? 1 : 0));
-const TENANT_TERMINALS = (history: RegistryChange[], instants: number[], recorded: RecordedTerminalFinding[] = []) =>
+const judgeTerminals = (history: RegistryChange[], instants: number[], recorded: RecordedTerminalFinding[] = []) =>
   terminalTransitionsAt("default", { history, instants, terminals: TERMINALS, recorded });
 /** The instants in event-time order, judged in pages of the given sizes, each page knowing what the ones before found. */
-function judgedInPages(history: RegistryChange[], sizes: readonly number[], judge = TENANT_TERMINALS): Finding[] {
+function judgedInPages(history: RegistryChange[], sizes: readonly number[], judge = judgeTerminals): Finding[] {
   const instants = [...new Set(history.map((c) => c.occurred_at))].sort((a, b) => a - b);
   const found: Finding[] = [];
   for (let start = 0, n = 0; start < instants.length; n++) {
@@ -164,7 +164,7 @@ describe("property: the incremental walk finds exactly what the plain oracle fin
     fc.assert(
       fc.property(historyArbitrary, (history) => {
         const instants = history.map((c) => c.occurred_at);
-        expect(comparable(TENANT_TERMINALS(history, instants))).toEqual(
+        expect(comparable(judgeTerminals(history, instants))).toEqual(
           comparable(oracleTerminalFindings("default", history, TERMINALS)),
         );
       }),
@@ -178,7 +178,7 @@ describe("property: the incremental walk finds exactly what the plain oracle fin
         const found = judgedInPages(history, p);
         expect(comparable(found)).toEqual(comparable(oracleTerminalFindings("default", history, TERMINALS)));
         const instants = history.map((c) => c.occurred_at);
-        expect(TENANT_TERMINALS(history, instants, asRecorded(found, 0))).toEqual([]);
+        expect(judgeTerminals(history, instants, asRecorded(found, 0))).toEqual([]);
       }),
       { numRuns: 1500 },
     );
@@ -191,7 +191,7 @@ describe("property: the incremental walk finds exactly what the plain oracle fin
         const since = instants[pick % instants.length] as number;
         const from = instants.filter((t) => t >= since);
         const before = instants.filter((t) => t < since);
-        const recorded = asRecorded(TENANT_TERMINALS(history, before), 0);
+        const recorded = asRecorded(judgeTerminals(history, before), 0);
         // What cypher/registry-history.ts reads: every change of the agents changed from `since` on, and
         // each other agent's highest version unless it is retired.
         const changedAgents = new Set(history.filter((c) => c.occurred_at >= since).map((c) => c.agent_id));
@@ -203,7 +203,7 @@ describe("property: the incremental walk finds exactly what the plain oracle fin
           [...heads.values()].filter((c) => !c.retired),
           (c) => c.agent_id,
         );
-        expect(TENANT_TERMINALS(read, from, recorded)).toEqual(TENANT_TERMINALS(history, from, recorded));
+        expect(judgeTerminals(read, from, recorded)).toEqual(judgeTerminals(history, from, recorded));
       }),
       { numRuns: 1500 },
     );
@@ -214,9 +214,9 @@ describe("property: the incremental walk finds exactly what the plain oracle fin
       fc.property(historyArbitrary, sizes, (history, p) => {
         // Pages in event-time order, each judged against the registry as delivered when its own changes
         // were: versions delivered in order, so a page sees no version above its own highest.
-        const asDelivered: typeof TENANT_TERMINALS = (h, instants, recorded) => {
+        const asDelivered: typeof judgeTerminals = (h, instants, recorded) => {
           const own = h.filter((c) => instants.includes(c.occurred_at)).map((c) => c.registry_version);
-          return TENANT_TERMINALS(
+          return judgeTerminals(
             h.filter((c) => c.registry_version <= Math.max(...own)),
             instants,
             recorded,
