@@ -43,7 +43,7 @@ export async function startService(
 
     const endpoints = await openEndpoints(ctx, metrics);
     const { driver, graph, schema } = openGraph(ctx, metrics, databases);
-    await prepareGraph(ctx, schema, databases);
+    await prepareGraph(ctx, schema, databases, true);
     const decoder = await connectRegistry(ctx, names, metrics);
     const kafka = await connectKafka(ctx, names);
     const maxMessageBytes = await prepareOwnTopics(ctx, kafka.admin, names, kafka.brokers);

@@ -62,7 +62,7 @@ async function checkNeo4j(ctx: StartupContext, rows: CheckRow[]): Promise<void> 
     return;
   }
   try {
-    await prepareGraph(ctx, schema, databases);
+    await prepareGraph(ctx, schema, databases, false);
     rows.push({
       check: "constraints",
       status: "ok",

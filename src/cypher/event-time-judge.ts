@@ -79,12 +79,26 @@ RETURN f.finding_id AS finding_id, f.tenant_id AS tenant_id, f.source_agent_id A
        EXISTS { MATCH (:Finding {tenant_id: f.tenant_id, resolves: f.finding_id}) } AS resolved
 `;
 
-/** A tenant's terminal findings and resolutions, with the time of the change that caused each. */
+/**
+ * The tenant's terminal findings a walk from `$since` on depends on (model/event-time-reach.ts
+ * recordedForWalk), with the time of the change that caused each: every terminal-unreachable finding
+ * not resolved before `$since`, sought by `open_until` (cypher/findings.ts), and its resolutions by the
+ * resolves index. What a page reads grows with the open findings and the recent ones, not with every
+ * transition the tenant ever had.
+ */
 export const RECORDED_TERMINAL_FINDINGS = `
-MATCH (f:Finding {tenant_id: $tenant_id})
-WHERE f.kind IN ['terminal-unreachable', 'terminal-unreachable-resolved']
-RETURN f.finding_id AS finding_id, f.tenant_id AS tenant_id, f.kind AS kind,
-       f.source_agent_id AS source_agent_id, f.resolves AS resolves, f.registry_occurred_at.epochMillis AS at
+MATCH (f:Finding)
+WHERE f.tenant_id = $tenant_id AND f.open_until >= datetime({epochMillis: toInteger($since)})
+  AND f.kind = 'terminal-unreachable'
+CALL (f) {
+  RETURN f AS g
+  UNION
+  MATCH (g:Finding {resolves: f.finding_id})
+  WHERE g.tenant_id = f.tenant_id
+  RETURN g
+}
+RETURN g.finding_id AS finding_id, g.tenant_id AS tenant_id, g.kind AS kind,
+       g.source_agent_id AS source_agent_id, g.resolves AS resolves, g.registry_occurred_at.epochMillis AS at
 `;
 
 /**

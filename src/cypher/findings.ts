@@ -21,8 +21,18 @@ const EVIDENCE = `f.observed_at.epochMillis AS observed_at, f.source_outcome_id 
        f.target_outcome_id AS target_outcome_id, f.registry_version AS registry_version,
        f.registry_occurred_at.epochMillis AS registry_occurred_at, coalesce(f.late, false) AS late`;
 
-const mergeFinding = (scoped: boolean) => `
-WITH row, EXISTS { MATCH (:Finding {${scopedKey(scoped, "row.tenant_id")}finding_id: row.finding_id}) } AS existed
+/**
+ * A terminal-unreachable finding's `open_until`: the time of the earliest change that resolved it, far
+ * in the future while none has (and always on one recorded before event-time judging, which has no
+ * time). The event-time judge seeks by it the findings a walk from some instant on depends on, those
+ * not resolved before it (event-time-judge.ts RECORDED_TERMINAL_FINDINGS), instead of reading every
+ * finding ever recorded; recordResolutions keeps it.
+ */
+export const OPEN_UNTIL_NEVER = "datetime({epochMillis: 8640000000000000})";
+const OPEN_UNTIL_ALWAYS_PAST = "datetime({epochMillis: -8640000000000000})";
+
+const mergeFinding = (scoped: boolean, carried = "") => `
+WITH row, ${carried}EXISTS { MATCH (:Finding {${scopedKey(scoped, "row.tenant_id")}finding_id: row.finding_id}) } AS existed
 MERGE (f:Finding {${scopedKey(scoped, "row.tenant_id")}finding_id: row.finding_id})
   ON CREATE SET f.tenant_id       = row.tenant_id,
                 f.kind            = row.kind,
@@ -37,20 +47,50 @@ MERGE (f:Finding {${scopedKey(scoped, "row.tenant_id")}finding_id: row.finding_i
                 f.registry_version  = toInteger(row.registry_version),
                 f.registry_occurred_at = ${atOrNull("row.registry_occurred_at")},
                 f.late            = coalesce(row.late, false),
-                f.episode         = toInteger(row.episode)
-RETURN row.finding_id AS finding_id, row.tenant_id AS tenant_id, row.kind AS kind, existed
+                f.episode         = toInteger(row.episode),
+                f.open_until      = CASE WHEN row.kind = 'terminal-unreachable' THEN ${OPEN_UNTIL_NEVER} END
 `;
+const RETURN_RECORDED = "RETURN row.finding_id AS finding_id, row.tenant_id AS tenant_id, row.kind AS kind, existed";
 
 /** Findings that stand on their own (an undeclared escalation). */
 export const recordFindings = (scoped: boolean): string => `
 UNWIND $rows AS row
-${mergeFinding(scoped)}`;
+${mergeFinding(scoped)}
+${RETURN_RECORDED}`;
 
-/** Resolutions: written only where the finding they resolve was recorded. */
+/**
+ * Resolutions: written only where the finding they resolve was recorded, whose `open_until` comes down
+ * to the resolution's time if that is earlier (a late change may resolve it before an earlier round did).
+ */
 export const recordResolutions = (scoped: boolean): string => `
 UNWIND $rows AS row
-MATCH (:Finding {${scopedKey(scoped, "row.tenant_id")}finding_id: row.resolves})
-${mergeFinding(scoped)}`;
+MATCH (resolved:Finding {${scopedKey(scoped, "row.tenant_id")}finding_id: row.resolves})
+${mergeFinding(scoped, "resolved, ")}
+WITH row, existed, resolved, f
+FOREACH (_ IN CASE WHEN resolved.kind = 'terminal-unreachable' AND resolved.registry_occurred_at IS NOT NULL
+                         AND f.registry_occurred_at < resolved.open_until THEN [1] ELSE [] END |
+  SET resolved.open_until = f.registry_occurred_at)
+${RETURN_RECORDED}`;
+
+/**
+ * Gives `open_until` to the terminal-unreachable findings recorded before it existed (migrate, at every
+ * start): the earliest resolution's time; far in the past when a resolution has no time (recorded
+ * before event-time judging, which the walk takes to precede everything); never when none has.
+ */
+export const BACKFILL_OPEN_UNTIL = `
+MATCH (f:Finding)
+WHERE f.kind = 'terminal-unreachable' AND f.open_until IS NULL
+CALL (f) {
+  OPTIONAL MATCH (r:Finding {resolves: f.finding_id})
+  WHERE r.tenant_id = f.tenant_id
+  RETURN count(r) AS resolutions, count(r.registry_occurred_at) AS timed, min(r.registry_occurred_at) AS earliest
+}
+SET f.open_until = CASE
+  WHEN f.registry_occurred_at IS NULL OR resolutions = 0 THEN ${OPEN_UNTIL_NEVER}
+  WHEN timed < resolutions THEN ${OPEN_UNTIL_ALWAYS_PAST}
+  ELSE earliest END
+RETURN count(f) AS backfilled
+`;
 
 /** Findings not yet published, oldest first, a page at a time. */
 export const UNPUBLISHED_FINDINGS: string = `

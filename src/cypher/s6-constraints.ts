@@ -22,6 +22,13 @@ const FINDING_SOURCE_INDEX =
 const FINDING_PUBLISHED_INDEX = "CREATE INDEX finding_published IF NOT EXISTS FOR (f:Finding) ON (f.published)";
 const FINDING_RESOLVES_INDEX = "CREATE INDEX finding_resolves IF NOT EXISTS FOR (f:Finding) ON (f.resolves)";
 /**
+ * And one on Finding(tenant_id, open_until), by which the event-time judge finds the terminal findings
+ * not resolved before a page's earliest change (event-time-judge.ts RECORDED_TERMINAL_FINDINGS): without
+ * it each page with a registry change read every terminal finding the tenant ever had.
+ */
+const FINDING_OPEN_UNTIL_INDEX =
+  "CREATE INDEX finding_open_until IF NOT EXISTS FOR (f:Finding) ON (f.tenant_id, f.open_until)";
+/**
  * What the event-time judge (pipeline/event-time-judge.ts) looks up each round: the observations and
  * registry changes not judged yet (a property only those carry, so the index holds just them), and the
  * observations at or after a registry change's time, which a late change re-judges; the changes older
@@ -45,6 +52,7 @@ export const CONSTRAINTS: readonly string[] = [
   FINDING_SOURCE_INDEX,
   FINDING_PUBLISHED_INDEX,
   FINDING_RESOLVES_INDEX,
+  FINDING_OPEN_UNTIL_INDEX,
   ...JUDGE_INDEXES,
 ];
 
@@ -74,6 +82,7 @@ export const TENANT_CONSTRAINTS: readonly string[] = [
   FINDING_SOURCE_INDEX,
   FINDING_PUBLISHED_INDEX,
   FINDING_RESOLVES_INDEX,
+  FINDING_OPEN_UNTIL_INDEX,
   ...JUDGE_INDEXES,
 ];
 

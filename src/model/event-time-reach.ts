@@ -47,6 +47,36 @@ export interface TerminalJudgeInput {
 }
 
 /**
+ * The recorded findings the walk from `since` on depends on, as the judge reads them
+ * (cypher/event-time-judge.ts RECORDED_TERMINAL_FINDINGS): each terminal-unreachable finding not
+ * resolved before `since` (every finding the walk may resolve, or whose id it may produce, is one), and
+ * their resolutions. One recorded before event-time judging (no time) is always read, as the walk takes
+ * it to have happened before everything. The walk finds the same on it as on every finding recorded
+ * (test/unit/event-time-reach), so a page reads the open findings and the recent ones, not the history.
+ */
+export function recordedForWalk(
+  recorded: readonly RecordedTerminalFinding[],
+  since: number,
+): RecordedTerminalFinding[] {
+  const resolvedAt = new Map<string, number>();
+  for (const f of recorded)
+    if (f.resolves !== null) {
+      const at = f.at ?? Number.NEGATIVE_INFINITY;
+      resolvedAt.set(f.resolves, Math.min(at, resolvedAt.get(f.resolves) ?? Number.POSITIVE_INFINITY));
+    }
+  const kept = new Set(
+    recorded
+      .filter(
+        (f) =>
+          f.kind === "terminal-unreachable" &&
+          (f.at === null || (resolvedAt.get(f.finding_id) ?? Number.POSITIVE_INFINITY) >= since),
+      )
+      .map((f) => f.finding_id),
+  );
+  return recorded.filter((f) => kept.has(f.resolves ?? f.finding_id));
+}
+
+/**
  * The walk's input for instants from some `since` on, as the judge reads it (cypher/registry-history.ts
  * REGISTRY_CHANGES_SINCE): the whole history of the agents with a change from `since` on, and for every
  * other agent its head, its highest version — in force at every instant from `since` on. The walk from

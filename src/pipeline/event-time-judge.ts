@@ -242,7 +242,7 @@ export function createEventTimeJudge(deps: EventTimeJudgeDeps): EventTimeJudge {
 
   /**
    * What terminal reachability needs of each tenant the changes belong to: the history its instants from
-   * the earliest change on depend on (model/event-time-reach.ts historyForWalk), and its findings.
+   * the earliest change on depend on (model/event-time-reach.ts historyForWalk), and the findings (recordedForWalk).
    */
   async function readTerminal(database: string, scoped: boolean, changes: readonly Row[]) {
     const histories = new Map<string, Row[]>();
@@ -258,7 +258,10 @@ export function createEventTimeJudge(deps: EventTimeJudgeDeps): EventTimeJudge {
         tenant,
         historyForWalk(changedSince, heads, (c) => String(c.agent_id)),
       );
-      recordedTerminal.set(tenant, await deps.graph.read(database, RECORDED_TERMINAL_FINDINGS, { tenant_id: tenant }));
+      recordedTerminal.set(
+        tenant,
+        await deps.graph.read(database, RECORDED_TERMINAL_FINDINGS, { tenant_id: tenant, since }),
+      );
     }
     return { histories, recordedTerminal };
   }

@@ -8,6 +8,7 @@ import {
   OLDEST_MARK,
   observationsSince,
   RECORDED_ESCALATION_FINDINGS,
+  RECORDED_TERMINAL_FINDINGS,
   UNJUDGED_CHANGES,
   UNJUDGED_OBSERVATIONS,
 } from "../../src/cypher/event-time-judge.js";
@@ -94,17 +95,10 @@ describe("§3 statements' plans under the statistics of a catch-up", () => {
   let database: string;
 
   beforeAll(async () => {
-    harness = new Harness(testEnv("plans"));
+    harness = await Harness.forGraph("plans");
     database = harness.config.neo4j.database;
-    await harness.clearGraph();
-    // The one-tenant constraints, as the service creates them (a spec before this one may have
-    // switched the database to the shared-database ones).
-    await migrate(harness.driver, [database]);
   });
-  afterAll(async () => {
-    await harness?.clearGraph();
-    await harness?.driver.close();
-  });
+  afterAll(async () => harness?.closeGraph());
 
   async function apply(plans: (chunk: number) => Plan | undefined): Promise<void> {
     const graph = harness.graph();
@@ -234,6 +228,7 @@ describe("§3 statements' plans under the statistics of a catch-up", () => {
       ["registryHistory", registryHistory(false), { agents }],
       ["RECORDED_ESCALATION_FINDINGS", RECORDED_ESCALATION_FINDINGS, { agents }],
       ["REGISTRY_CHANGES_SINCE", REGISTRY_CHANGES_SINCE, { tenant_id: "default", since: Date.now() }],
+      ["RECORDED_TERMINAL_FINDINGS", RECORDED_TERMINAL_FINDINGS, { tenant_id: "default", since: Date.now() }],
       // The terminal walk needs every agent's change in force: one row per agent, read from the
       // agents, each change by its key; the history is never read whole.
       ["registryHeads", registryHeads(false), { tenant_id: "default" }],

@@ -11,6 +11,7 @@ import { readTopicsToEnd } from "../../src/adapters/kafka/read-topic.js";
 import { createRecordSink } from "../../src/adapters/kafka/record-sink.js";
 import { dumpGraph } from "../../src/adapters/neo4j/dump.js";
 import { createGraphWriter } from "../../src/adapters/neo4j/graph-writer.js";
+import { migrate } from "../../src/adapters/neo4j/migrate.js";
 import { registerFindingSchema } from "../../src/adapters/registry/findings-subject.js";
 import { registerSchemas } from "../../src/adapters/registry/schema-registry.js";
 import { type Config, loadConfig } from "../../src/config.js";
@@ -116,6 +117,22 @@ export class Harness {
     // The findings subject is the operator's (set up by `schemas`), whoever owns the source subjects.
     await registerFindingSchema(harness.config.registry, harness.names.findings);
     return harness;
+  }
+
+  /**
+   * A spec's Neo4j alone, over an empty graph with the one-tenant constraints as the service creates
+   * them (a spec before may have switched the database to the shared-database ones); closeGraph ends it.
+   */
+  static async forGraph(prefix: string): Promise<Harness> {
+    const harness = new Harness(testEnv(prefix));
+    await harness.clearGraph();
+    await migrate(harness.driver, [harness.config.neo4j.database]);
+    return harness;
+  }
+
+  async closeGraph(): Promise<void> {
+    await this.clearGraph();
+    await this.driver.close();
   }
 
   /** Registers a schema version under a source topic's subject as a producer would: its level untouched. */

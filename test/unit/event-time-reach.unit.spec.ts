@@ -4,6 +4,7 @@ import type { RegistryChange } from "../../src/model/event-time-findings.js";
 import {
   historyForWalk,
   type RecordedTerminalFinding,
+  recordedForWalk,
   terminalTransitionsAt,
 } from "../../src/model/event-time-reach.js";
 import { type Finding, terminalFinding } from "../../src/model/findings.js";
@@ -207,6 +208,34 @@ describe("property: the incremental walk finds exactly what the plain oracle fin
       }),
       { numRuns: 1500 },
     );
+  });
+
+  /**
+   * Findings recorded over part of the history (the rest held back, to arrive late), then the whole
+   * judged again from an instant on, given what `read` keeps of the recorded ones: equal to what every
+   * finding recorded gives, when `read` is right.
+   */
+  const rejudgedFrom = (read: (r: RecordedTerminalFinding[], since: number) => RecordedTerminalFinding[]) =>
+    fc.property(historyArbitrary, fc.nat(), fc.array(fc.boolean(), { minLength: 1 }), (history, pick, held) => {
+      const onTime = history.filter((_, i) => !held[i % held.length]);
+      const recorded = asRecorded(judgedInPages(onTime, [0]), 0);
+      const instants = [...new Set(history.map((c) => c.occurred_at))].sort((a, b) => a - b);
+      const since = instants[pick % instants.length] as number;
+      const from = instants.filter((t) => t >= since);
+      return (
+        JSON.stringify(judgeTerminals(history, from, read(recorded, since))) ===
+        JSON.stringify(judgeTerminals(history, from, recorded))
+      );
+    });
+
+  it("from an instant on, the findings the judge reads (each open then, with its resolutions) decide what every finding recorded decides", () => {
+    fc.assert(rejudgedFrom(recordedForWalk), { numRuns: 2000 });
+  });
+
+  it("can fail: reading only the findings no resolution answers yet, a counterexample is found", () => {
+    const openNow = (recorded: RecordedTerminalFinding[]) =>
+      recorded.filter((f) => f.kind === "terminal-unreachable" && !recorded.some((r) => r.resolves === f.finding_id));
+    expect(fc.check(rejudgedFrom(openNow), { numRuns: 500, seed: 53 }).failed).toBe(true);
   });
 
   it("can fail: judged against the registry as delivered so far, a counterexample is found", () => {

@@ -46,12 +46,13 @@ describe("the verify-or-migrate phase", () => {
       calls.push("verify");
       await verify();
     },
+    backfill: async () => void calls.push("backfill"),
   });
 
   it("creates the constraints by default, and says they are in place for each served database once", async () => {
     const { ctx, lines } = scopeFor({});
     const calls: string[] = [];
-    await prepareGraph(ctx, schema(calls), databases);
+    await prepareGraph(ctx, schema(calls), databases, true);
     expect(calls).toEqual(["migrate"]);
     expect(lines.filter((line) => line.msg === "constraints in place")).toMatchObject([
       { databases: ["acme", "shared"] },
@@ -65,6 +66,7 @@ describe("the verify-or-migrate phase", () => {
       ctx,
       schema(calls, () => Promise.reject(new FatalError("constraints agent_agent_id missing on acme: run migrate"))),
       databases,
+      true,
     );
     await expect(started).rejects.toThrow(StartupError);
     await expect(started).rejects.toThrow(
@@ -73,6 +75,15 @@ describe("the verify-or-migrate phase", () => {
     expect(calls).toEqual(["verify"]);
     expect(slept).toEqual([]);
     expect(lines.some((line) => line.msg === "constraints in place")).toBe(false);
+  });
+
+  it("with MIGRATE_ON_START=false, `run` backfills what an older version left once the check passes; `check` changes nothing", async () => {
+    for (const writes of [true, false]) {
+      const { ctx } = scopeFor({ MIGRATE_ON_START: "false" });
+      const calls: string[] = [];
+      await prepareGraph(ctx, schema(calls), databases, writes);
+      expect(calls).toEqual(writes ? ["verify", "backfill"] : ["verify"]);
+    }
   });
 
   it("a Neo4j that is not up yet is asked again until it answers", async () => {
@@ -85,6 +96,7 @@ describe("the verify-or-migrate phase", () => {
         if (refusals-- > 0) throw Object.assign(new Error("connect ECONNREFUSED"), { code: "ServiceUnavailable" });
       }),
       databases,
+      false,
     );
     expect(calls).toEqual(["verify", "verify", "verify"]);
     expect(slept).toHaveLength(2);
@@ -95,8 +107,9 @@ describe("the verify-or-migrate phase", () => {
     const { ctx } = scopeFor({}, stop.signal);
     const started = prepareGraph(
       ctx,
-      { migrate: () => new Promise(() => {}), verify: () => new Promise(() => {}) },
+      { migrate: () => new Promise(() => {}), verify: () => new Promise(() => {}), backfill: async () => {} },
       databases,
+      true,
     );
     stop.abort();
     await expect(started).rejects.toThrow(StartupStopped);

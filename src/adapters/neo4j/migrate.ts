@@ -1,4 +1,5 @@
 import neo4j, { type Driver } from "neo4j-driver";
+import { BACKFILL_OPEN_UNTIL } from "../../cypher/findings.js";
 import {
   CONSTRAINT_NAMES,
   CONSTRAINTS,
@@ -20,7 +21,8 @@ export async function migrate(
   databases: Iterable<string>,
   shared: ReadonlySet<string> = new Set(),
 ): Promise<void> {
-  for (const database of new Set(databases)) {
+  const served = [...new Set(databases)];
+  for (const database of served) {
     const isShared = shared.has(database);
     await refuseMisscoped(driver, database, isShared, await constraintNames(driver, database), true);
     if (isShared) {
@@ -32,6 +34,16 @@ export async function migrate(
     }
     await driver.executeQuery("CALL db.awaitIndexes(300)", {}, { database });
   }
+  await backfill(driver, served);
+}
+
+/**
+ * Properties an older version did not write, given to the nodes it left (cypher/findings.ts
+ * BACKFILL_OPEN_UNTIL); a look at every Finding, writing only what lacks them. Not DDL: `migrate` does
+ * it, and `run` whether it migrates or verifies (`check`, which changes nothing, does not).
+ */
+export async function backfill(driver: Driver, databases: Iterable<string>): Promise<void> {
+  for (const database of new Set(databases)) await driver.executeQuery(BACKFILL_OPEN_UNTIL, {}, { database });
 }
 
 /**
