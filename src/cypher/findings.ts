@@ -75,7 +75,9 @@ ${RETURN_RECORDED}`;
 /**
  * Gives `open_until` to the terminal-unreachable findings recorded before it existed (migrate, at every
  * start): the earliest resolution's time; far in the past when a resolution has no time (recorded
- * before event-time judging, which the walk takes to precede everything); never when none has.
+ * before event-time judging, which the walk takes to precede everything); never when none has. In
+ * transactions of 10,000 (an auto-commit query): 200,000 findings in one overran the 256 MiB a
+ * transaction may take on the local stack.
  */
 export const BACKFILL_OPEN_UNTIL = `
 MATCH (f:Finding)
@@ -83,13 +85,12 @@ WHERE f.kind = 'terminal-unreachable' AND f.open_until IS NULL
 CALL (f) {
   OPTIONAL MATCH (r:Finding {resolves: f.finding_id})
   WHERE r.tenant_id = f.tenant_id
-  RETURN count(r) AS resolutions, count(r.registry_occurred_at) AS timed, min(r.registry_occurred_at) AS earliest
-}
-SET f.open_until = CASE
-  WHEN f.registry_occurred_at IS NULL OR resolutions = 0 THEN ${OPEN_UNTIL_NEVER}
-  WHEN timed < resolutions THEN ${OPEN_UNTIL_ALWAYS_PAST}
-  ELSE earliest END
-RETURN count(f) AS backfilled
+  WITH f, count(r) AS resolutions, count(r.registry_occurred_at) AS timed, min(r.registry_occurred_at) AS earliest
+  SET f.open_until = CASE
+    WHEN f.registry_occurred_at IS NULL OR resolutions = 0 THEN ${OPEN_UNTIL_NEVER}
+    WHEN timed < resolutions THEN ${OPEN_UNTIL_ALWAYS_PAST}
+    ELSE earliest END
+} IN TRANSACTIONS OF 10000 ROWS
 `;
 
 /** Findings not yet published, oldest first, a page at a time. */

@@ -1,6 +1,7 @@
 import type { Driver } from "neo4j-driver";
 import { describe, expect, it } from "vitest";
 import { migrate } from "../../src/adapters/neo4j/migrate.js";
+import { BACKFILL_OPEN_UNTIL } from "../../src/cypher/findings.js";
 import { CONSTRAINTS } from "../../src/cypher/s6-constraints.js";
 
 /** Neo4j's error as the driver raises it. */
@@ -23,6 +24,8 @@ function racedDriver(raced: string, error: Error) {
       }
       return { records: cypher.startsWith("SHOW CONSTRAINTS") ? [{ get: () => [] }] : [] };
     },
+    // The backfill's auto-commit query.
+    session: () => ({ run: async (cypher: string) => void ran.push(cypher), close: async () => {} }),
   } as unknown as Driver;
   return { driver, ran };
 }
@@ -41,6 +44,7 @@ describe("migrate when another instance creates the same rule at the same time",
     await migrate(driver, ["neo4j"]);
     for (const statement of CONSTRAINTS) expect(ran).toContain(statement);
     expect(ran.filter((cypher) => cypher === index)).toHaveLength(2);
+    expect(ran.at(-1)).toBe(BACKFILL_OPEN_UNTIL);
   });
 
   it("still fails on any other refusal", async () => {

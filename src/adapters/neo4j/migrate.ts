@@ -43,7 +43,15 @@ export async function migrate(
  * it, and `run` whether it migrates or verifies (`check`, which changes nothing, does not).
  */
 export async function backfill(driver: Driver, databases: Iterable<string>): Promise<void> {
-  for (const database of new Set(databases)) await driver.executeQuery(BACKFILL_OPEN_UNTIL, {}, { database });
+  for (const database of new Set(databases)) {
+    // CALL … IN TRANSACTIONS runs only in an auto-commit transaction.
+    const session = driver.session({ database });
+    try {
+      await session.run(BACKFILL_OPEN_UNTIL);
+    } finally {
+      await session.close();
+    }
+  }
 }
 
 /**
