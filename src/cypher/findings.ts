@@ -28,7 +28,7 @@ const EVIDENCE = `f.observed_at.epochMillis AS observed_at, f.source_outcome_id 
  * not resolved before it (event-time-judge.ts RECORDED_TERMINAL_FINDINGS), instead of reading every
  * finding ever recorded; recordResolutions keeps it.
  */
-export const OPEN_UNTIL_NEVER = "datetime({epochMillis: 8640000000000000})";
+const OPEN_UNTIL_NEVER = "datetime({epochMillis: 8640000000000000})";
 const OPEN_UNTIL_ALWAYS_PAST = "datetime({epochMillis: -8640000000000000})";
 
 const mergeFinding = (scoped: boolean, carried = "") => `
