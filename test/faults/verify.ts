@@ -1,9 +1,13 @@
 import { fetchLag } from "../../src/adapters/kafka/group-admin.js";
-import { isAgentId, type ProjectorEvent } from "../../src/model/events.js";
+import { registryChange } from "../../src/model/event-time-findings.js";
+import { isAgentId, type ProjectorEvent, type RegistryEvent } from "../../src/model/events.js";
 import { diffGraphs } from "../../src/model/graph.js";
 import { consumedTopics } from "../../src/topics.js";
+import { graphFindings, waitForJudged } from "../support/findings.js";
+import { oracleFindingsOfLog } from "../support/findings-oracle.js";
 import type { Harness } from "../support/harness.js";
 import { referenceGraph } from "../support/reference-model.js";
+import { oracleTerminalFindings } from "../support/terminal-oracle.js";
 import type { Fleet } from "./fleet.js";
 import { sleep } from "./settings.js";
 
@@ -154,8 +158,45 @@ export async function verify(harness: Harness, events: readonly ProjectorEvent[]
   for (const { topic, records } of offsets)
     if (records > 0) problems.push(`${records} record(s) dead-lettered to ${topic}`);
 
+  problems.push(...(await findingsProblems(harness, events)));
+
   if (problems.length > 0) throw new Error(`fault left the graph wrong:\n${problems.join("\n")}`);
   return { records: events.length, nodes: actual.nodes.length, relationships: actual.relationships.length };
+}
+
+/**
+ * The governance findings, once the event-time judge has decided every mark, against the oracles of the
+ * whole log (undeclared escalations, and terminal reachability for the harness's TERMINAL_AGENT_IDS):
+ * each finding and resolution, whatever the fault did to the judge's rounds. The workloads publish the
+ * registry first and carry no tombstone, so nothing arrives late and every change has its event time.
+ */
+async function findingsProblems(harness: Harness, events: readonly ProjectorEvent[]): Promise<string[]> {
+  if (events.some((e) => e.kind === "registry-tombstone")) return ["a tombstone in the log: its event time is unknown"];
+  await waitForJudged(harness, 120_000);
+  const line = (f: { finding_id: unknown; kind: unknown; resolves: unknown }) =>
+    `${String(f.kind)} ${String(f.finding_id)}${f.resolves ? ` resolves ${String(f.resolves)}` : ""}`;
+  const history = events
+    .filter((e): e is RegistryEvent => e.kind === "registry-snapshot")
+    .flatMap((e) => registryChange(e) ?? []);
+  const tenants = [...new Set(history.map((c) => c.tenant_id))];
+  const terminals = new Set(harness.config.terminalAgentIds);
+  const expected = new Set(
+    [
+      ...oracleFindingsOfLog(events),
+      ...tenants.flatMap((tenant) =>
+        oracleTerminalFindings(
+          tenant,
+          history.filter((c) => c.tenant_id === tenant),
+          terminals,
+        ),
+      ),
+    ].map(line),
+  );
+  const actual = new Set((await graphFindings(harness)).map((row) => line(row as Parameters<typeof line>[0])));
+  return [
+    ...[...expected].filter((f) => !actual.has(f)).map((f) => `finding missing: ${f}`),
+    ...[...actual].filter((f) => !expected.has(f)).map((f) => `finding not in the oracle's: ${f}`),
+  ].slice(0, 40);
 }
 
 /**

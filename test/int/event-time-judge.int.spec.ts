@@ -1,10 +1,9 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { LIST_FINDINGS } from "../../src/cypher/findings.js";
-import { type Observation, registryChange } from "../../src/model/event-time-findings.js";
-import type { EscalationEdge, ProjectorEvent, RegistryEvent } from "../../src/model/events.js";
+import type { EscalationEdge, ProjectorEvent } from "../../src/model/events.js";
 import { findingId } from "../../src/model/findings.js";
 import { outcome, snapshot } from "../support/builders.js";
-import { oracleFindings } from "../support/findings-oracle.js";
+import { oracleFindingsOfLog } from "../support/findings-oracle.js";
 import { Harness } from "../support/harness.js";
 
 /**
@@ -88,20 +87,7 @@ function oracle(
   events: readonly ProjectorEvent[],
   producer: Record<string, string> = PRODUCER,
 ): { finding_id: string; kind: string; resolves: string | null }[] {
-  const changes = events
-    .filter((e): e is RegistryEvent => e.kind === "registry-snapshot" || e.kind === "registry-tombstone")
-    .flatMap((e) => registryChange(e) ?? []);
-  const observations: Observation[] = events
-    .filter((e): e is EscalationEdge => e.kind === "escalation-edge")
-    .map((e) => ({
-      tenant_id: "default",
-      source_agent_id: producer[e.source_outcome_id] as string,
-      target_agent_id: producer[e.target_outcome_id] as string,
-      observed_at: e.observed_at,
-      source_outcome_id: e.source_outcome_id,
-      target_outcome_id: e.target_outcome_id,
-    }));
-  return oracleFindings(changes, observations)
+  return oracleFindingsOfLog(events, producer)
     .map(({ finding_id, kind, resolves }) => ({ finding_id, kind, resolves }))
     .sort(byId);
 }

@@ -1,4 +1,5 @@
-import type { Observation, RegistryChange } from "../../src/model/event-time-findings.js";
+import { type Observation, type RegistryChange, registryChange } from "../../src/model/event-time-findings.js";
+import type { EscalationEdge, OutcomeCreated, ProjectorEvent, RegistryEvent } from "../../src/model/events.js";
 import { findingId } from "../../src/model/findings.js";
 
 /**
@@ -122,4 +123,47 @@ export function oracleFindings(
     }
   }
   return [...findingAt.values(), ...results];
+}
+
+/**
+ * The oracle over a whole event log: registry changes from its registry records (a tombstone carries
+ * no event time, and the service takes its Kafka timestamp, so a log whose times are all before it is
+ * published leaves it out), escalations between two agents' outcomes, each outcome's producer from its
+ * newest record (the one §3.3 keeps) unless `producer` names it.
+ */
+export function oracleFindingsOfLog(
+  events: readonly ProjectorEvent[],
+  producer: Readonly<Record<string, string>> = producersOf(events),
+): OracleFinding[] {
+  const changes = events
+    .filter((e): e is RegistryEvent => e.kind === "registry-snapshot" || e.kind === "registry-tombstone")
+    .flatMap((e) => registryChange(e) ?? []);
+  const observations: Observation[] = events
+    .filter((e): e is EscalationEdge => e.kind === "escalation-edge")
+    .flatMap((e) => {
+      const source = producer[e.source_outcome_id];
+      const target = producer[e.target_outcome_id];
+      if (source === undefined || target === undefined || source === target) return [];
+      return [
+        {
+          tenant_id: e.tenant_id,
+          source_agent_id: source,
+          target_agent_id: target,
+          observed_at: e.observed_at,
+          source_outcome_id: e.source_outcome_id,
+          target_outcome_id: e.target_outcome_id,
+        },
+      ];
+    });
+  return oracleFindings(changes, observations);
+}
+
+function producersOf(events: readonly ProjectorEvent[]): Record<string, string> {
+  const newest = new Map<string, OutcomeCreated>();
+  for (const e of events) {
+    if (e.kind !== "outcome-created") continue;
+    const known = newest.get(e.outcome_id);
+    if (!known || e.created_at >= known.created_at) newest.set(e.outcome_id, e);
+  }
+  return Object.fromEntries([...newest].map(([id, o]) => [id, o.agent_id]));
 }
