@@ -18,6 +18,7 @@ import { createGraphWriter } from "../src/adapters/neo4j/graph-writer.js";
 import { migrate } from "../src/adapters/neo4j/migrate.js";
 import { LIST_FINDINGS } from "../src/cypher/findings.js";
 import { noopMetrics } from "../src/ports.js";
+import { directNeo4j } from "./lib/neo4j-direct.js";
 
 const { values: flags } = parseArgs({
   options: {
@@ -34,25 +35,10 @@ const RUNS = Number(flags.runs);
 const TIMEOUT_MS = Number(flags["timeout-s"]) * 1000;
 const TENANT = "bench-findings";
 const root = fileURLToPath(new URL("..", import.meta.url));
-const env = {
-  uri: process.env.NEO4J_URI ?? "bolt://127.0.0.1:7687",
-  user: process.env.NEO4J_USER ?? "neo4j",
-  password: process.env.NEO4J_PASSWORD ?? "projector-local-pw",
-  database: process.env.NEO4J_DATABASE ?? "neo4j",
-};
-const driver = neo4j.driver(env.uri, neo4j.auth.basic(env.user, env.password));
+const { env, driver, autocommit } = directNeo4j();
 const graph = createGraphWriter(driver, noopMetrics, TIMEOUT_MS);
 const run = (cypher: string, params: Record<string, unknown> = {}) =>
   driver.executeQuery(cypher, params, { database: env.database });
-/** `CALL { … } IN TRANSACTIONS` runs only in an auto-commit transaction. */
-async function autocommit(cypher: string, params: Record<string, unknown>): Promise<void> {
-  const session = driver.session({ database: env.database });
-  try {
-    await session.run(cypher, params);
-  } finally {
-    await session.close();
-  }
-}
 
 async function seed(): Promise<void> {
   await autocommit(`MATCH (f:Finding {tenant_id: $tenant}) CALL (f) { DELETE f } IN TRANSACTIONS OF 10000 ROWS`, {

@@ -16,6 +16,7 @@ import { createGraphWriter } from "../src/adapters/neo4j/graph-writer.js";
 import { migrate } from "../src/adapters/neo4j/migrate.js";
 import { RECORDED_TERMINAL_FINDINGS } from "../src/cypher/event-time-judge.js";
 import { noopMetrics } from "../src/ports.js";
+import { directNeo4j } from "./lib/neo4j-direct.js";
 
 const { values: flags } = parseArgs({
   options: {
@@ -29,13 +30,7 @@ const TRANSITIONS = Number(flags.transitions);
 const OPEN = Number(flags.open);
 const RUNS = Number(flags.runs);
 const TENANT = "bench-terminal";
-const env = {
-  uri: process.env.NEO4J_URI ?? "bolt://127.0.0.1:7687",
-  user: process.env.NEO4J_USER ?? "neo4j",
-  password: process.env.NEO4J_PASSWORD ?? "projector-local-pw",
-  database: process.env.NEO4J_DATABASE ?? "neo4j",
-};
-const driver = neo4j.driver(env.uri, neo4j.auth.basic(env.user, env.password));
+const { env, driver, autocommit } = directNeo4j();
 const graph = createGraphWriter(driver, noopMetrics, 300_000);
 
 /** The read each page made before this change: every terminal finding of the tenant. */
@@ -45,15 +40,6 @@ WHERE f.kind IN ['terminal-unreachable', 'terminal-unreachable-resolved']
 RETURN f.finding_id AS finding_id, f.tenant_id AS tenant_id, f.kind AS kind,
        f.source_agent_id AS source_agent_id, f.resolves AS resolves, f.registry_occurred_at.epochMillis AS at
 `;
-
-async function autocommit(cypher: string, params: Record<string, unknown>): Promise<void> {
-  const session = driver.session({ database: env.database });
-  try {
-    await session.run(cypher, params);
-  } finally {
-    await session.close();
-  }
-}
 
 const clear = () =>
   autocommit("MATCH (f:Finding {tenant_id: $tenant}) CALL (f) { DELETE f } IN TRANSACTIONS OF 10000 ROWS", {

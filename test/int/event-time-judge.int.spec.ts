@@ -5,6 +5,7 @@ import { findingId } from "../../src/model/findings.js";
 import { outcome, snapshot } from "../support/builders.js";
 import { oracleFindingsOfLog } from "../support/findings-oracle.js";
 import { Harness } from "../support/harness.js";
+import { shuffled } from "../support/shuffled.js";
 
 /**
  * Undeclared escalations judged at event time, on the real servers, against the oracle
@@ -107,17 +108,6 @@ function byHand(): { finding_id: string; kind: string; resolves: string | null }
     resolves: findingId("default", "undeclared-escalation", s, t, ...episode),
   });
   return [open(A, B, 2), resolved(A, B, 2), open(B, C), resolved(B, C), open(C, D), open(D, A, 2)].sort(byId);
-}
-
-function shuffled<T>(items: readonly T[], seed: number): T[] {
-  const out = [...items];
-  let state = seed;
-  for (let i = out.length - 1; i > 0; i--) {
-    state = (state * 1103515245 + 12345) % 2 ** 31;
-    const j = state % (i + 1);
-    [out[i], out[j]] = [out[j] as T, out[i] as T];
-  }
-  return out;
 }
 
 /** Waits until the judge has decided every mark, then returns the findings in the graph. */

@@ -3,8 +3,9 @@ import { type RegistryChange, registryChange } from "../../src/model/event-time-
 import type { RegistryEvent } from "../../src/model/events.js";
 import { terminalFinding } from "../../src/model/findings.js";
 import { snapshot } from "../support/builders.js";
-import { graphFindings, waitForJudged, waitForPublished } from "../support/findings.js";
+import { byFindingId, graphFindings, waitForJudged, waitForPublished } from "../support/findings.js";
 import { Harness } from "../support/harness.js";
+import { shuffled } from "../support/shuffled.js";
 import { oracleTerminalFindings } from "../support/terminal-oracle.js";
 
 /**
@@ -67,8 +68,6 @@ interface Judged {
   late: boolean;
 }
 
-const byId = (a: { finding_id: string }, b: { finding_id: string }) => (a.finding_id < b.finding_id ? -1 : 1);
-
 const judgedContent = (row: Record<string, unknown>): Judged => ({
   finding_id: String(row.finding_id),
   kind: String(row.kind),
@@ -84,7 +83,7 @@ const judgedContent = (row: Record<string, unknown>): Judged => ({
 const oracle = (log: readonly RegistryEvent[]): Judged[] =>
   oracleTerminalFindings("default", history(log), new Set([T]))
     .map((f) => judgedContent(f as unknown as Record<string, unknown>))
-    .sort(byId);
+    .sort(byFindingId);
 
 /** The log's findings computed by hand (the comment above), as ids: the oracle must agree first. */
 function byHand(): string[] {
@@ -131,21 +130,10 @@ function judgedAsDelivered(delivered: readonly RegistryEvent[]): string[] {
     .sort();
 }
 
-function shuffled<T>(items: readonly T[], seed: number): T[] {
-  const out = [...items];
-  let state = seed;
-  for (let i = out.length - 1; i > 0; i--) {
-    state = (state * 1103515245 + 12345) % 2 ** 31;
-    const j = state % (i + 1);
-    [out[i], out[j]] = [out[j] as T, out[i] as T];
-  }
-  return out;
-}
-
 /** The graph's terminal findings once the judge has decided every mark. */
 async function judged(h: Harness): Promise<Judged[]> {
   await waitForJudged(h);
-  return (await graphFindings(h)).map(judgedContent).sort(byId);
+  return (await graphFindings(h)).map(judgedContent).sort(byFindingId);
 }
 
 describe("terminal-unreachable findings judged at event time, whatever the delivery (issue 53)", () => {

@@ -7,6 +7,7 @@ import { type Finding, finding } from "../../src/model/findings.js";
 import { atSecond, escalation, outcome, snapshot } from "../support/builders.js";
 import { byFindingId, findingContent, graphFindings, waitForPublished } from "../support/findings.js";
 import { Harness } from "../support/harness.js";
+import { shuffled } from "../support/shuffled.js";
 import { until } from "../support/until.js";
 
 /**
@@ -45,17 +46,6 @@ const EXPECTED: Finding[] = [
   finding("default", "undeclared-escalation-resolved", B, C),
 ];
 const byId = byFindingId;
-
-function shuffled<T>(items: readonly T[], seed: number): T[] {
-  const out = [...items];
-  let state = seed;
-  for (let i = out.length - 1; i > 0; i--) {
-    state = (state * 1103515245 + 12345) % 2 ** 31;
-    const j = state % (i + 1);
-    [out[i], out[j]] = [out[j] as T, out[i] as T];
-  }
-  return out;
-}
 
 async function expectExactly(harness: Harness): Promise<void> {
   const published = await waitForPublished(
