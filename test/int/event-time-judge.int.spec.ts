@@ -1,10 +1,14 @@
+import { Partitioners } from "kafkajs";
 import { afterEach, describe, expect, it } from "vitest";
 import { LIST_FINDINGS } from "../../src/cypher/findings.js";
 import type { EscalationEdge, ProjectorEvent } from "../../src/model/events.js";
 import { findingId } from "../../src/model/findings.js";
-import { outcome, snapshot } from "../support/builders.js";
+import { registryKey } from "../../src/model/registry-key.js";
+import { outcome, snapshot, tool } from "../support/builders.js";
 import { oracleFindingsOfLog } from "../support/findings-oracle.js";
 import { Harness } from "../support/harness.js";
+import { holdWrite } from "../support/hold-write.js";
+import { showTransactions } from "../support/show-transactions.js";
 import { shuffled } from "../support/shuffled.js";
 
 /**
@@ -128,6 +132,37 @@ async function judged(h: Harness, timeoutMs = 60_000): Promise<Record<string, un
   return h.graph().read(db, LIST_FINDINGS, { tenant: null, open: false });
 }
 
+/** The registry partition an agent's records land on, as every producer of the project places them (murmur2). */
+function registryPartitionOf(agentId: string, partitions: number): number {
+  return Partitioners.DefaultPartitioner()({
+    topic: "registry-mutation",
+    partitionMetadata: Array.from({ length: partitions }, (_, partitionId) => ({
+      partitionId,
+      leader: 0,
+      replicas: [0],
+      isr: [0],
+      partitionErrorCode: 0,
+    })),
+    message: { key: registryKey("default", agentId), value: null },
+  });
+}
+
+/** Waits until some transaction in Neo4j is blocked on a lock (a projector batch waiting on a held one). */
+async function untilBlocked(h: Harness, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const { records } = await showTransactions(
+      h.driver,
+      "SHOW TRANSACTIONS YIELD status WHERE status STARTS WITH 'Blocked' RETURN count(*) AS n",
+      {},
+      { database: h.config.neo4j.database },
+    );
+    if (Number(records[0]?.get("n")) > 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`no transaction blocked on the held lock within ${timeoutMs} ms`);
+}
+
 const content = (rows: readonly Record<string, unknown>[]) =>
   rows
     .map((row) => ({
@@ -242,5 +277,84 @@ describe("undeclared escalations judged at event time, whatever the delivery (is
     expect(oracle([...onTime, ...late], { la1: A, lb1: B }).map((f) => f.finding_id)).toEqual(
       want.map((f) => f.finding_id),
     );
+  });
+
+  it("a registry partition held up in Neo4j past the allowed lateness: the judge waits for it; the oracle's findings, none late", async () => {
+    // A's revocation sits on its registry partition behind F's first snapshot, whose write waits on a
+    // tool's lock held here, while the escalation it makes undeclared is applied on its own topic. The
+    // registry records were on the topic in time, so the escalation is judged only after the partition
+    // moves: judging it earlier would read A's old declaration, and the revocation would then come late.
+    const h = await create({ FINDINGS_ALLOWED_LATENESS_MS: "1000" });
+    await h.startProjector();
+    const partitions = h.config.topics.partitions;
+    const F = Array.from({ length: 200 }, (_, i) => `et-agt-${String(100 + i)}`).find(
+      (id) => registryPartitionOf(id, partitions) === registryPartitionOf(A, partitions),
+    ) as string;
+    const base = Date.now();
+    const before: ProjectorEvent[] = [
+      snapshot(A, { registry_version: 1, occurred_at: base, escalation_path: [B] }),
+      snapshot(B, { registry_version: 1, occurred_at: base, escalation_path: [], tools: [tool("et-held")] }),
+      outcome("ha1", A, { created_at: base }),
+      outcome("hb1", B, { created_at: base }),
+    ];
+    await h.publish(before);
+    await h.waitForCaughtUp();
+    const release = await holdWrite(
+      h,
+      "MATCH (t:Tool {tool_id: 'et-held'}) SET t.held = true RETURN count(t) AS n",
+      {},
+      1,
+      "the tool to hold is not in the graph",
+    );
+    let held = true;
+    try {
+      await h.publish([snapshot(F, { registry_version: 1, occurred_at: Date.now(), tools: [tool("et-held")] })]);
+      await untilBlocked(h);
+      const revokedAt = Date.now();
+      const after: ProjectorEvent[] = [
+        snapshot(A, { registry_version: 2, occurred_at: revokedAt, escalation_path: [] }),
+        {
+          kind: "escalation-edge",
+          event_id: "held-esc",
+          tenant_id: "default",
+          source_outcome_id: "ha1",
+          target_outcome_id: "hb1",
+          observed_at: revokedAt + 100,
+        },
+      ];
+      await h.publish(after);
+      const db = h.config.neo4j.database;
+      const deadline = Date.now() + 20_000;
+      while (
+        (await h.graph().read(db, "MATCH (:Outcome {outcome_id: 'ha1'})-[o:OBSERVED]->() RETURN o")).length === 0
+      ) {
+        if (Date.now() > deadline)
+          throw new Error("the escalation was not applied while the registry partition was held");
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      // Past the allowed lateness and several judge rounds, with the partition still held: not judged yet.
+      await new Promise((resolve) => setTimeout(resolve, 2_500));
+      const [waiting] = await h
+        .graph()
+        .read(db, "MATCH (:Outcome {outcome_id: 'ha1'})-[o:OBSERVED]->() RETURN o.unjudged IS NOT NULL AS unjudged");
+      expect(waiting?.unjudged).toBe(true);
+      expect(await h.graph().read(db, LIST_FINDINGS, { tenant: null, open: false })).toEqual([]);
+      held = false;
+      await release();
+      await h.waitForCaughtUp();
+      const found = await judged(h);
+      const log = [...before, ...after];
+      expect(content(found)).toEqual(oracle(log, { ha1: A, hb1: B }));
+      expect(content(found)).toEqual([
+        {
+          finding_id: findingId("default", "undeclared-escalation", A, B, 2),
+          kind: "undeclared-escalation",
+          resolves: null,
+        },
+      ]);
+      expect(found.every((row) => row.late === false)).toBe(true);
+    } finally {
+      if (held) await release();
+    }
   });
 });
