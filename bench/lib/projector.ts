@@ -24,6 +24,9 @@ export interface ProjectorProcess {
   stop(): Promise<number | null>;
 }
 
+/** BENCH_NODE_ARGS: flags for the child's `node` that Node refuses in NODE_OPTIONS (`--cpu-prof`, …). */
+const nodeArgs = (): string[] => (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean);
+
 /** Where `startProjector` runs `bin/agent-graph-projector.js`: set by `prepareProjector`. */
 let builtDir: string | undefined;
 
@@ -49,7 +52,7 @@ export async function prepareProjector(): Promise<() => void> {
 export function startProjector(env: Record<string, string>, label: string): ProjectorProcess {
   if (!builtDir) throw new Error("startProjector before prepareProjector: there is no build to run");
   const child: ChildProcess = tracked(
-    spawn(process.execPath, ["bin/agent-graph-projector.js", "run"], {
+    spawn(process.execPath, [...nodeArgs(), "bin/agent-graph-projector.js", "run"], {
       cwd: builtDir,
       // NODE_ENV as the image sets it; NODE_OPTIONS comes with the run's environment.
       env: { ...process.env, NODE_ENV: "production", ...env, METRICS_PORT: "0", METRICS_HOST: "127.0.0.1" },

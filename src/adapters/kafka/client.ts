@@ -12,6 +12,7 @@ import type { Config } from "../../config.js";
 import type { Logger, RecordPublisher } from "../../ports.js";
 import { currentPem, currentSecret } from "../credentials.js";
 import { createRepeatThrottle, kafkaLogLevel, REPEAT_WINDOW_MS } from "./log-level.js";
+import { stopIdleRequestQueueTimers } from "./request-queue-timer.js";
 import { adminPartitionLookup, placeRecordsWith, type SendOptions, sendPerPartition } from "./send-per-partition.js";
 
 /** One kafkajs client for the whole process, with its logs routed into ours. */
@@ -37,6 +38,11 @@ export function createKafka(config: Config["kafka"], logger: Logger): Kafka {
     },
   };
   if (config.sasl) options.sasl = rotatingSasl(config.sasl);
+  if (!stopIdleRequestQueueTimers())
+    logger.warn(
+      { component: "kafkajs" },
+      "this kafkajs's request queue is not the one the idle-timer fix was written for; left as it is",
+    );
   return new Kafka(options);
 }
 
