@@ -5,9 +5,9 @@ import { createRequire } from "node:module";
  * the connection lives: after every answered request it schedules its next look at the queue of
  * throttled requests at `throttledUntil - now`, a negative delay that Node turns into 1 ms, even when
  * nothing is queued, and each look schedules the next (kafkajs issues 1556, 1604 and 1704, fixed
- * upstream by an unreleased pull request, 1667). An idle instance spent 6-13% of a core on it, and
- * every instance added to a group paid it again, whatever its share of the records
- * (bench/HISTORY.md, fortieth round).
+ * upstream by an unreleased pull request, 1667). With it an idle instance spent 0.06-0.07 of a core,
+ * without it 0.04, and every instance added to a group pays that again, whatever its share of the
+ * records (bench/HISTORY.md, fortieth round).
  *
  * The replacement schedules a look only while requests wait, as kafkajs meant to: at the end of a
  * throttle, else after its 10 ms interval. Requests wait only while the broker throttles the client
